@@ -1,0 +1,140 @@
+// Copies between host and device and within the device.
+//
+// Ordering follows CUDA's rules:
+//   - device to device: queued on the destination's current stream, returns at once;
+//   - host to device and device to host: the host waits, unless non_blocking is
+//     set and the host side is pinned memory, in which case the copy is queued
+//     and the tensors it uses are kept alive until it ran.
+// A same-dtype copy between two dense tensors with identical strides is one
+// driver copy; anything else (dtype conversion, different strides, broadcast)
+// runs ATen's CPU copy kernel over aliases of the device memory, in stream order.
+#include <ATen/ops/copy.h>
+#include <ATen/ops/empty_like.h>
+
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/native/native_kernels.h"
+#include "kiln/aten/op_tracking.h"
+#include "kiln/c10/device_guard.h"
+#include "kiln/c10/host_allocator.h"
+#include "kiln/c10/status_error.h"
+#include "kiln/runtime/event.h"
+
+namespace kiln::torch_integration::native {
+namespace {
+
+bool is_kiln(const at::Tensor& tensor) { return tensor.device().is_privateuseone(); }
+
+// Whether `source` -> `destination` is a plain byte copy.
+bool is_byte_copy(const at::Tensor& source, const at::Tensor& destination) {
+  return source.scalar_type() == destination.scalar_type() &&
+         source.sizes() == destination.sizes() && source.strides() == destination.strides() &&
+         source.is_non_overlapping_and_dense() && destination.is_non_overlapping_and_dense();
+}
+
+enum class Direction { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+
+// Copies `source` into `destination`, either of which may alias device memory.
+// Runs in stream order (inside queued work or run_synchronously).
+Status copy_elements(const at::Tensor& source, const at::Tensor& destination,
+                     Direction direction) {
+  if (is_byte_copy(source, destination)) {
+    Driver& driver = runtime().driver();
+    size_t bytes = destination.nbytes();
+    void* to = destination.data_ptr();
+    const void* from = source.data_ptr();
+    switch (direction) {
+      case Direction::kHostToDevice: driver.copy_host_to_device(to, from, bytes); break;
+      case Direction::kDeviceToHost: driver.copy_device_to_host(to, from, bytes); break;
+      case Direction::kDeviceToDevice: driver.copy_device_to_device(to, from, bytes); break;
+    }
+    return Status();
+  }
+  at::Tensor to = is_kiln(destination) ? host_alias(destination) : destination;
+  at::Tensor from = is_kiln(source) ? host_alias(source) : source;
+  to.copy_(from);
+  return Status();
+}
+
+bool is_pinned(const at::Tensor& host_tensor) {
+  return is_pinned_pointer(host_tensor.data_ptr());
+}
+
+void copy_within_device(const at::Tensor& source, const at::Tensor& destination) {
+  Stream& destination_stream = stream_of(destination);
+  if (source.device() != destination.device()) {
+    // Order after the source device's queued work, and keep that device from
+    // overwriting the source until the copy ran.
+    Stream& source_stream = stream_of(source);
+    Event source_ready;
+    check_status(source_ready.record(source_stream));
+    check_status(source_ready.block(destination_stream));
+    check_status(destination_stream.enqueue("aten::copy_", [source, destination]() {
+      return copy_elements(source, destination, Direction::kDeviceToDevice);
+    }));
+    Event copy_done;
+    check_status(copy_done.record(destination_stream));
+    check_status(copy_done.block(source_stream));
+    return;
+  }
+  check_status(destination_stream.enqueue("aten::copy_", [source, destination]() {
+    return copy_elements(source, destination, Direction::kDeviceToDevice);
+  }));
+}
+
+void copy_host_to_device(const at::Tensor& source, const at::Tensor& destination,
+                         bool non_blocking) {
+  Stream& stream = stream_of(destination);
+  if (non_blocking && is_pinned(source)) {
+    check_status(stream.enqueue("aten::copy_", [source, destination]() {
+      return copy_elements(source, destination, Direction::kHostToDevice);
+    }));
+    return;
+  }
+  check_status(stream.run_synchronously("aten::copy_", [&]() {
+    return copy_elements(source, destination, Direction::kHostToDevice);
+  }));
+}
+
+void copy_device_to_host(const at::Tensor& source, const at::Tensor& destination,
+                         bool non_blocking) {
+  Stream& stream = stream_of(source);
+  if (non_blocking && is_pinned(destination)) {
+    check_status(stream.enqueue("aten::copy_", [source, destination]() {
+      return copy_elements(source, destination, Direction::kDeviceToHost);
+    }));
+    return;
+  }
+  check_status(stream.run_synchronously("aten::copy_", [&]() {
+    return copy_elements(source, destination, Direction::kDeviceToHost);
+  }));
+}
+
+}  // namespace
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool non_blocking) {
+  record_op("aten::_copy_from", OpPath::kNative);
+  TORCH_CHECK(self.defined() && destination.defined(), "kiln: copy of an undefined tensor");
+  TORCH_CHECK(is_kiln(self) || is_kiln(destination), "kiln: _copy_from between ", self.device(),
+              " and ", destination.device(), " does not involve a kiln tensor");
+  TORCH_CHECK(is_kiln(self) || self.device().is_cpu(), "kiln: cannot copy from ", self.device(),
+              " to ", destination.device(), "; move the tensor to the CPU first");
+  TORCH_CHECK(is_kiln(destination) || destination.device().is_cpu(), "kiln: cannot copy from ",
+              self.device(), " to ", destination.device(), "; move the tensor to the CPU first");
+  if (destination.numel() == 0) return destination;
+  if (is_kiln(self) && is_kiln(destination)) {
+    copy_within_device(self, destination);
+  } else if (is_kiln(destination)) {
+    copy_host_to_device(self, destination, non_blocking);
+  } else {
+    copy_device_to_host(self, destination, non_blocking);
+  }
+  return destination;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& destination) {
+  record_op("aten::_copy_from_and_resize", OpPath::kNative);
+  if (destination.sizes() != self.sizes()) destination.resize_(self.sizes());
+  return copy_from(self, destination, /*non_blocking=*/false);
+}
+
+}  // namespace kiln::torch_integration::native

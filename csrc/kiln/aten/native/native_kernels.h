@@ -1,0 +1,54 @@
+// Kernels Kiln implements natively for the kiln device: tensor creation,
+// views, storage management, copies between host and device, fill, and
+// reading a scalar back. registration.cc binds them to ATen op names.
+//
+// Each kernel records itself in op tracking under the path "native". Work on
+// device memory is queued on the device's current stream; copies to pageable
+// host memory and scalar reads wait for it.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/MemoryFormat.h>
+#include <c10/core/Scalar.h>
+#include <c10/core/Storage.h>
+
+#include <optional>
+
+namespace kiln::torch_integration::native {
+
+// tensor_factories.cc
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout,
+                               std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format);
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory);
+
+// views.cc
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset);
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size);
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride);
+
+// storage.cc
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format);
+at::Tensor& set_storage_with_offset(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                                    c10::IntArrayRef size, c10::IntArrayRef stride);
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source);
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source);
+at::Tensor& set_empty(at::Tensor& self);
+
+// copy.cc
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool non_blocking);
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& destination);
+
+// fill.cc
+at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value);
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value);
+at::Tensor& zero(at::Tensor& self);
+c10::Scalar local_scalar_dense(const at::Tensor& self);
+
+}  // namespace kiln::torch_integration::native

@@ -1,0 +1,29 @@
+// View ops are always native: a view through the CPU fallback would be a copy
+// and silently break aliasing. They only build new TensorImpls over the same
+// storage, so ATen's device-generic implementations serve.
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+
+#include "kiln/aten/native/native_kernels.h"
+#include "kiln/aten/op_tracking.h"
+
+namespace kiln::torch_integration::native {
+
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset) {
+  record_op("aten::as_strided", OpPath::kNative);
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
+  record_op("aten::view", OpPath::kNative);
+  return at::native::view(self, size);
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  record_op("aten::_reshape_alias", OpPath::kNative);
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+}  // namespace kiln::torch_integration::native

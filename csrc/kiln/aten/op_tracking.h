@@ -1,0 +1,37 @@
+// Op tracking: which ATen ops ran on the kiln device, and by which path.
+//
+// Every kernel registered for PrivateUse1 records itself here, so
+// torch_kiln.get_executed_ops() accounts for every op that reached the device,
+// and get_fallback_ops() lists those that ran on the CPU. Paths:
+//   native    implemented by Kiln's runtime (allocation, views, copies, fill)
+//   compiled  a Kiln-generated kernel
+//   library   a vendor-library call (matmul, convolution, ...) on device memory
+//   fallback  copied to the CPU, run there, copied back
+// Thread-safe; counting costs one hashed lookup under a mutex.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace kiln::torch_integration {
+
+enum class OpPath { kNative = 0, kCompiled = 1, kLibrary = 2, kFallback = 3 };
+constexpr int kOpPathCount = 4;
+
+const char* op_path_name(OpPath path);
+
+// Counts one execution of `op_name` (e.g. "aten::add.Tensor") by `path`.
+// Returns true the first time this op is recorded for this path.
+bool record_op(std::string_view op_name, OpPath path);
+
+struct OpCounts {
+  int64_t by_path[kOpPathCount] = {0, 0, 0, 0};
+};
+
+// A copy of all counts, by op name.
+std::map<std::string, OpCounts> op_counts();
+void clear_op_tracking();
+
+}  // namespace kiln::torch_integration

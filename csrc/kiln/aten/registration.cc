@@ -1,0 +1,33 @@
+// What runs for each ATen op on the kiln device: the native kernels by name,
+// and the CPU fallback for everything else. Kernel bodies live in native/.
+#include <torch/library.h>
+
+#include "kiln/aten/cpu_fallback.h"
+#include "kiln/aten/native/native_kernels.h"
+
+namespace kiln::torch_integration {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(native::empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(native::empty_strided));
+  m.impl("as_strided", TORCH_FN(native::as_strided));
+  m.impl("view", TORCH_FN(native::view));
+  m.impl("_reshape_alias", TORCH_FN(native::reshape_alias));
+  m.impl("resize_", TORCH_FN(native::resize_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(native::set_storage_with_offset));
+  m.impl("set_.source_Storage", TORCH_FN(native::set_storage));
+  m.impl("set_.source_Tensor", TORCH_FN(native::set_tensor));
+  m.impl("set_", TORCH_FN(native::set_empty));
+  m.impl("_copy_from", TORCH_FN(native::copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize));
+  m.impl("fill_.Scalar", TORCH_FN(native::fill_scalar));
+  m.impl("fill_.Tensor", TORCH_FN(native::fill_tensor));
+  m.impl("zero_", TORCH_FN(native::zero));
+  m.impl("_local_scalar_dense", TORCH_FN(native::local_scalar_dense));
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+}  // namespace kiln::torch_integration

@@ -1,0 +1,79 @@
+// Config: every KILN_* environment variable is read here and nowhere else.
+//
+// The environment is read once, on the first call to config(); the result is a
+// process-wide snapshot. A few settings (fallback mode) may be changed later
+// through the setters, which is how the Python API overrides them. All methods
+// are thread-safe. docs/configuration.md lists every variable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/base/status.h"
+
+namespace kiln {
+
+// What happens when an op has no Kiln kernel and must run on the CPU.
+enum class FallbackMode {
+  kWarn,    // run on the CPU, warn once per op (default)
+  kSilent,  // run on the CPU without a warning
+  kError,   // refuse: raise NotImplementedError naming the op
+};
+
+// How float64 tensors live on the device.
+enum class Float64Policy {
+  kNative,   // stored and computed as float64 (default)
+  kFloat32,  // stored and computed as float32, with a one-time warning
+};
+
+enum class LogLevel { kError = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
+
+class Config {
+ public:
+  // KILN_NUM_DEVICES: number of logical devices (default 1, at most 64).
+  int num_devices() const { return num_devices_; }
+  // KILN_DEVICE_MEMORY: capacity of each device in bytes. Accepts a plain byte
+  // count or a number with a K/M/G/T(iB) suffix. Default: half of physical
+  // memory shared among the devices.
+  uint64_t device_memory_bytes() const { return device_memory_bytes_; }
+  // KILN_LAUNCH_BLOCKING=1: every launch runs before the enqueueing call returns.
+  bool launch_blocking() const { return launch_blocking_; }
+  // KILN_FALLBACK=warn|silent|error.
+  FallbackMode fallback_mode() const;
+  void set_fallback_mode(FallbackMode mode);
+  // KILN_FLOAT64=native|float32.
+  Float64Policy float64_policy() const;
+  void set_float64_policy(Float64Policy policy);
+  // KILN_LOG_LEVEL=error|warning|info|debug (default warning).
+  LogLevel log_level() const { return log_level_; }
+
+  // Problems found while reading the environment (an unparsable value, which
+  // was replaced by the default). Empty when all was well.
+  const std::string& problems() const { return problems_; }
+
+ private:
+  friend const Config& config();
+  friend Config& mutable_config();
+  Config();
+
+  int num_devices_ = 1;
+  uint64_t device_memory_bytes_ = 0;
+  bool launch_blocking_ = false;
+  int fallback_mode_ = 0;    // FallbackMode, stored as int for atomic access
+  int float64_policy_ = 0;   // Float64Policy
+  LogLevel log_level_ = LogLevel::kWarning;
+  std::string problems_;
+};
+
+// The process-wide configuration, read from the environment on first use.
+const Config& config();
+Config& mutable_config();
+
+// Parses "4GiB", "512M", "1048576" into bytes.
+StatusOr<uint64_t> parse_byte_size(const std::string& text);
+StatusOr<FallbackMode> parse_fallback_mode(const std::string& text);
+StatusOr<Float64Policy> parse_float64_policy(const std::string& text);
+const char* fallback_mode_name(FallbackMode mode);
+const char* float64_policy_name(Float64Policy policy);
+
+}  // namespace kiln

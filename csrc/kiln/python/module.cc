@@ -1,0 +1,151 @@
+// torch_kiln._C: Python bindings only. Logic lives in the layers below; every
+// function here converts arguments, calls one of them, and converts back.
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "kiln/aten/op_tracking.h"
+#include "kiln/base/config.h"
+#include "kiln/c10/device_allocator.h"
+#include "kiln/c10/generator.h"
+#include "kiln/c10/host_allocator.h"
+#include "kiln/c10/status_error.h"
+
+namespace kiln::torch_integration {
+namespace {
+
+namespace py = pybind11;
+
+int device_or_current(int device) {
+  int index = device < 0 ? runtime().current_device() : device;
+  check_device_index(index);
+  return index;
+}
+
+void add_stat_array(py::dict& result, const std::string& name,
+                    const c10::CachingAllocator::StatArray& stats) {
+  static const char* const kPools[] = {"all", "small_pool", "large_pool"};
+  for (size_t pool = 0; pool < stats.size(); ++pool) {
+    std::string prefix = name + "." + kPools[pool] + ".";
+    result[py::str(prefix + "current")] = stats[pool].current;
+    result[py::str(prefix + "peak")] = stats[pool].peak;
+    result[py::str(prefix + "allocated")] = stats[pool].allocated;
+    result[py::str(prefix + "freed")] = stats[pool].freed;
+  }
+}
+
+// The keys torch.cuda.memory_stats() reports, for the stats Kiln keeps.
+py::dict memory_stats(int device) {
+  c10::CachingDeviceAllocator::DeviceStats stats =
+      device_allocator().getDeviceStats(static_cast<c10::DeviceIndex>(device_or_current(device)));
+  py::dict result;
+  add_stat_array(result, "allocation", stats.allocation);
+  add_stat_array(result, "segment", stats.segment);
+  add_stat_array(result, "active", stats.active);
+  add_stat_array(result, "allocated_bytes", stats.allocated_bytes);
+  add_stat_array(result, "reserved_bytes", stats.reserved_bytes);
+  add_stat_array(result, "active_bytes", stats.active_bytes);
+  add_stat_array(result, "requested_bytes", stats.requested_bytes);
+  result["num_alloc_retries"] = stats.num_alloc_retries;
+  result["num_ooms"] = stats.num_ooms;
+  result["num_device_alloc"] = stats.num_device_alloc;
+  result["num_device_free"] = stats.num_device_free;
+  return result;
+}
+
+py::dict device_properties(int device) {
+  DeviceProperties properties = runtime().driver().properties(device_or_current(device));
+  py::dict result;
+  result["name"] = properties.name;
+  result["total_memory"] = properties.total_memory;
+  result["multi_processor_count"] = properties.compute_units;
+  result["major"] = properties.capability_major;
+  result["minor"] = properties.capability_minor;
+  return result;
+}
+
+py::dict executed_ops() {
+  py::dict result;
+  for (const auto& [name, counts] : op_counts()) {
+    py::dict by_path;
+    for (int path = 0; path < kOpPathCount; ++path) {
+      if (counts.by_path[path] > 0) {
+        by_path[op_path_name(static_cast<OpPath>(path))] = counts.by_path[path];
+      }
+    }
+    result[py::str(name)] = by_path;
+  }
+  return result;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, module) {
+  module.doc() = "Bindings of the kiln device runtime (torch_kiln._C)";
+
+  module.def("_init", [] { runtime(); });
+  module.def("_is_initialized", &Runtime::initialized);
+  module.def("_is_in_bad_fork", &Runtime::in_bad_fork);
+  // Counting devices does not initialize the runtime, as on CUDA.
+  module.def("_device_count", [] { return config().num_devices(); });
+  module.def("_get_device", [] { return runtime().current_device(); });
+  module.def("_set_device", [](int device) {
+    check_device_index(device);
+    runtime().set_current_device(device);
+  });
+  module.def("_exchange_device", [](int device) {
+    int previous = runtime().current_device();
+    if (device >= 0) {
+      check_device_index(device);
+      runtime().set_current_device(device);
+    }
+    return previous;
+  });
+  module.def("_synchronize", [](int device) {
+    int index = device_or_current(device);
+    py::gil_scoped_release no_gil;
+    check_status(runtime().synchronize_device(index));
+  });
+  module.def("_get_device_properties", &device_properties);
+
+  module.def("_memory_stats", &memory_stats);
+  module.def("_empty_cache", [] { device_allocator().emptyCache(); });
+  module.def("_reset_peak_memory_stats", [](int device) {
+    device_allocator().resetPeakStats(static_cast<c10::DeviceIndex>(device_or_current(device)));
+  });
+  module.def("_reset_accumulated_memory_stats", [](int device) {
+    device_allocator().resetAccumulatedStats(
+        static_cast<c10::DeviceIndex>(device_or_current(device)));
+  });
+  module.def("_mem_get_info", [](int device) {
+    return device_allocator().getMemoryInfo(
+        static_cast<c10::DeviceIndex>(device_or_current(device)));
+  });
+  module.def("_host_memory_stats", [] {
+    PinnedHostStats stats = runtime().pinned_host_allocator().stats();
+    py::dict result;
+    result["allocated_bytes"] = stats.allocated_bytes;
+    result["reserved_bytes"] = stats.reserved_bytes;
+    result["allocations"] = stats.allocations;
+    result["segments"] = stats.segments;
+    return result;
+  });
+  module.def("_host_empty_cache", [] { host_allocator().empty_cache(); });
+
+  module.def("_get_default_generator", [](int device) {
+    const at::Generator& generator =
+        default_generator(static_cast<c10::DeviceIndex>(device_or_current(device)));
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator));
+  });
+
+  module.def("_get_fallback_mode", [] { return fallback_mode_name(config().fallback_mode()); });
+  module.def("_set_fallback_mode", [](const std::string& mode) {
+    mutable_config().set_fallback_mode(value_or_throw(parse_fallback_mode(mode)));
+  });
+  module.def("_get_float64_policy", [] { return float64_policy_name(config().float64_policy()); });
+  module.def("_launch_blocking", [] { return config().launch_blocking(); });
+  module.def("_config_problems", [] { return config().problems(); });
+  module.def("_executed_ops", &executed_ops);
+  module.def("_clear_op_tracking", &clear_op_tracking);
+}
+
+}  // namespace kiln::torch_integration

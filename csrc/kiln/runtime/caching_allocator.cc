@@ -1,0 +1,332 @@
+#include "kiln/runtime/caching_allocator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+namespace kiln {
+namespace {
+// Requests above this are refused before rounding, which could overflow.
+constexpr size_t kMaxRequest = std::numeric_limits<size_t>::max() / 2;
+}  // namespace
+
+struct CachingAllocator::Block {
+  char* pointer = nullptr;
+  size_t size = 0;
+  size_t requested = 0;  // bytes the user asked for, while allocated
+  Stream* stream = nullptr;
+  bool small = false;    // from the small pool
+  BlockState state = BlockState::kFree;
+  Block* previous = nullptr;  // neighbours within the same segment
+  Block* next = nullptr;
+  std::set<Stream*> used_on;  // other streams that used it (record_stream)
+};
+
+bool CachingAllocator::BlockOrder::operator()(const Block* left, const Block* right) const {
+  if (left->stream != right->stream) return left->stream < right->stream;
+  if (left->size != right->size) return left->size < right->size;
+  return left->pointer < right->pointer;
+}
+
+CachingAllocator::CachingAllocator(Driver& driver, int device)
+    : driver_(driver), device_(device) {}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_segments(small_pool_);
+  release_cached_segments(large_pool_);
+}
+
+size_t CachingAllocator::round_size(size_t bytes) {
+  if (bytes < kMinimumBlockSize) return kMinimumBlockSize;
+  return (bytes + kMinimumBlockSize - 1) / kMinimumBlockSize * kMinimumBlockSize;
+}
+
+size_t CachingAllocator::segment_size_for(size_t rounded) {
+  if (rounded <= kSmallRequestLimit) return kSmallSegmentSize;
+  if (rounded < kMidRequestLimit) return kLargeSegmentSize;
+  return (rounded + kSegmentRounding - 1) / kSegmentRounding * kSegmentRounding;
+}
+
+void CachingAllocator::update_stats(StatArray AllocatorStats::*stat, bool small, int64_t amount) {
+  StatArray& array = stats_.*stat;
+  for (int index : {int(kAllPools), small ? int(kSmallPool) : int(kLargePool)}) {
+    if (amount >= 0) array[index].increase(amount);
+    else array[index].decrease(-amount);
+  }
+}
+
+CachingAllocator::Block* CachingAllocator::take_cached_block(Pool& pool, Stream& stream,
+                                                             size_t rounded) {
+  Block key;
+  key.stream = &stream;
+  key.size = rounded;
+  auto found = pool.lower_bound(&key);
+  if (found == pool.end() || (*found)->stream != &stream) return nullptr;
+  Block* block = *found;
+  // A huge cached block (bigger than a whole 20 MiB mid-size segment, so it
+  // came from an oversize request) should not be tied up by a mid-size
+  // request: that would pin the huge segment for the life of a small block.
+  // Blocks of up to 20 MiB are exactly what mid-size requests are carved from.
+  if (!block->small && block->size > kLargeSegmentSize && rounded < kMidRequestLimit) {
+    return nullptr;
+  }
+  pool.erase(found);
+  return block;
+}
+
+StatusOr<CachingAllocator::Block*> CachingAllocator::reserve_segment(size_t rounded,
+                                                                     Stream& stream) {
+  size_t segment_size = segment_size_for(rounded);
+  StatusOr<void*> memory = driver_.allocate_segment(device_, segment_size);
+  if (!memory.ok()) return memory.status();
+  auto* block = new Block();
+  block->pointer = static_cast<char*>(memory.value());
+  block->size = segment_size;
+  block->stream = &stream;
+  block->small = rounded <= kSmallRequestLimit;
+  segments_.emplace(block->pointer, segment_size);
+  stats_.num_device_alloc += 1;
+  update_stats(&AllocatorStats::segment, block->small, 1);
+  update_stats(&AllocatorStats::reserved_bytes, block->small, static_cast<int64_t>(segment_size));
+  return block;
+}
+
+void CachingAllocator::split_block(Block* block, size_t rounded, Pool& pool) {
+  size_t remaining = block->size - rounded;
+  size_t worth_keeping = block->small ? kMinimumBlockSize : kSmallRequestLimit + 1;
+  if (remaining < worth_keeping) return;
+  auto* rest = new Block();
+  rest->pointer = block->pointer + rounded;
+  rest->size = remaining;
+  rest->stream = block->stream;
+  rest->small = block->small;
+  rest->previous = block;
+  rest->next = block->next;
+  if (block->next != nullptr) block->next->previous = rest;
+  block->next = rest;
+  block->size = rounded;
+  pool.insert(rest);
+}
+
+StatusOr<void*> CachingAllocator::allocate(size_t bytes, Stream& stream) {
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (bytes > kMaxRequest) {
+    // Rounding would overflow size_t (and hand out a tiny block); no device
+    // has this much memory anyway.
+    stats_.num_ooms += 1;
+    return out_of_memory_status(bytes, out_of_memory("the request exceeds any device's size"));
+  }
+  process_pending_frees(/*wait_for_all=*/false, lock);
+  size_t rounded = round_size(bytes);
+  Pool& pool = pool_for(rounded);
+  Block* block = take_cached_block(pool, stream, rounded);
+  if (block == nullptr) {
+    StatusOr<Block*> reserved = reserve_segment(rounded, stream);
+    if (!reserved.ok() && reserved.status().code() == StatusCode::kOutOfMemory) {
+      // Give the cache back to the driver (after blocks used on other streams
+      // are released) and try once more.
+      stats_.num_alloc_retries += 1;
+      process_pending_frees(/*wait_for_all=*/true, lock);
+      release_cached_segments(small_pool_);
+      release_cached_segments(large_pool_);
+      reserved = reserve_segment(rounded, stream);
+    }
+    if (!reserved.ok()) {
+      stats_.num_ooms += 1;
+      return out_of_memory_status(bytes, reserved.status());
+    }
+    block = reserved.value();
+  }
+  split_block(block, rounded, pool);
+  block->state = BlockState::kAllocated;
+  block->requested = bytes;
+  allocated_blocks_.emplace(block->pointer, block);
+  update_stats(&AllocatorStats::allocation, block->small, 1);
+  update_stats(&AllocatorStats::active, block->small, 1);
+  update_stats(&AllocatorStats::allocated_bytes, block->small, static_cast<int64_t>(block->size));
+  update_stats(&AllocatorStats::active_bytes, block->small, static_cast<int64_t>(block->size));
+  update_stats(&AllocatorStats::requested_bytes, block->small, static_cast<int64_t>(bytes));
+  return static_cast<void*>(block->pointer);
+}
+
+void CachingAllocator::free(void* pointer) {
+  if (pointer == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = allocated_blocks_.find(pointer);
+  if (found == allocated_blocks_.end()) return;
+  Block* block = found->second;
+  allocated_blocks_.erase(found);
+  update_stats(&AllocatorStats::allocation, block->small, -1);
+  update_stats(&AllocatorStats::allocated_bytes, block->small, -static_cast<int64_t>(block->size));
+  update_stats(&AllocatorStats::requested_bytes, block->small,
+               -static_cast<int64_t>(block->requested));
+  block->requested = 0;
+  if (block->used_on.empty()) {
+    return_to_pool(block);
+    return;
+  }
+  PendingFree pending{block, {}};
+  for (Stream* other : block->used_on) {
+    pending.events.emplace_back();
+    pending.events.back().record(*other);
+  }
+  block->used_on.clear();
+  block->state = BlockState::kWaitingForStreams;
+  pending_frees_.push_back(std::move(pending));
+}
+
+void CachingAllocator::record_stream(void* pointer, Stream& stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = allocated_blocks_.find(pointer);
+  if (found == allocated_blocks_.end()) return;
+  if (found->second->stream != &stream) found->second->used_on.insert(&stream);
+}
+
+void CachingAllocator::return_to_pool(Block* block) {
+  Pool& pool = block->small ? small_pool_ : large_pool_;
+  update_stats(&AllocatorStats::active, block->small, -1);
+  update_stats(&AllocatorStats::active_bytes, block->small, -static_cast<int64_t>(block->size));
+  block->state = BlockState::kFree;
+  // Merge with free neighbours so the segment can be reused whole.
+  if (Block* before = block->previous; before != nullptr && before->state == BlockState::kFree) {
+    pool.erase(before);
+    before->size += block->size;
+    before->next = block->next;
+    if (block->next != nullptr) block->next->previous = before;
+    delete block;
+    block = before;
+  }
+  if (Block* after = block->next; after != nullptr && after->state == BlockState::kFree) {
+    pool.erase(after);
+    block->size += after->size;
+    block->next = after->next;
+    if (after->next != nullptr) after->next->previous = block;
+    delete after;
+  }
+  pool.insert(block);
+}
+
+void CachingAllocator::process_pending_frees(bool wait_for_all,
+                                             std::unique_lock<std::mutex>& lock) {
+  if (pending_frees_.empty()) return;
+  if (wait_for_all) {
+    // Wait without the lock: a stream worker may need it to free memory
+    // before it reaches the event.
+    std::vector<Event> events;
+    for (const PendingFree& pending : pending_frees_) {
+      events.insert(events.end(), pending.events.begin(), pending.events.end());
+    }
+    lock.unlock();
+    for (const Event& event : events) event.synchronize();
+    lock.lock();
+  }
+  auto still_waiting = std::partition(
+      pending_frees_.begin(), pending_frees_.end(), [](const PendingFree& pending) {
+        return !std::all_of(pending.events.begin(), pending.events.end(),
+                            [](const Event& event) { return event.query(); });
+      });
+  for (auto it = still_waiting; it != pending_frees_.end(); ++it) return_to_pool(it->block);
+  pending_frees_.erase(still_waiting, pending_frees_.end());
+}
+
+void CachingAllocator::release_cached_segments(Pool& pool) {
+  for (auto it = pool.begin(); it != pool.end();) {
+    Block* block = *it;
+    if (block->previous != nullptr || block->next != nullptr) {
+      ++it;  // part of a segment still in use
+      continue;
+    }
+    it = pool.erase(it);
+    driver_.free_segment(device_, block->pointer, block->size);
+    segments_.erase(block->pointer);
+    stats_.num_device_free += 1;
+    update_stats(&AllocatorStats::segment, block->small, -1);
+    update_stats(&AllocatorStats::reserved_bytes, block->small, -static_cast<int64_t>(block->size));
+    delete block;
+  }
+}
+
+void CachingAllocator::empty_cache() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  process_pending_frees(/*wait_for_all=*/false, lock);
+  release_cached_segments(small_pool_);
+  release_cached_segments(large_pool_);
+}
+
+bool CachingAllocator::contains(const void* pointer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char* address = static_cast<const char*>(pointer);
+  auto after = segments_.upper_bound(address);
+  if (after == segments_.begin()) return false;
+  --after;
+  return address < after->first + after->second;
+}
+
+namespace {
+std::string format_bytes(uint64_t bytes) {
+  char text[64];
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  } else {
+    std::snprintf(text, sizeof(text), "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  }
+  return text;
+}
+}  // namespace
+
+Status CachingAllocator::out_of_memory_status(size_t bytes, const Status& driver_status) const {
+  uint64_t capacity = capacity_bytes();
+  uint64_t reserved = driver_.reserved_bytes(device_);
+  std::string message =
+      "Tried to allocate " + format_bytes(bytes) + ". kiln:" + std::to_string(device_) +
+      " has a total capacity of " + format_bytes(capacity) + " of which " +
+      format_bytes(capacity > reserved ? capacity - reserved : 0) + " is free. " +
+      format_bytes(static_cast<uint64_t>(stats_.allocated_bytes[kAllPools].current)) +
+      " is allocated by PyTorch, and " +
+      format_bytes(reserved - static_cast<uint64_t>(stats_.allocated_bytes[kAllPools].current)) +
+      " is reserved by PyTorch but unallocated. (" + driver_status.message() +
+      "; set KILN_DEVICE_MEMORY to change the capacity)";
+  return out_of_memory(message);
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (StatArray* array : {&stats_.allocation, &stats_.segment, &stats_.active,
+                           &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                           &stats_.requested_bytes}) {
+    for (Stat& stat : *array) stat.reset_peak();
+  }
+}
+
+void CachingAllocator::reset_accumulated_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (StatArray* array : {&stats_.allocation, &stats_.segment, &stats_.active,
+                           &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                           &stats_.requested_bytes}) {
+    for (Stat& stat : *array) stat.reset_accumulated();
+  }
+  stats_.num_alloc_retries = 0;
+  stats_.num_ooms = 0;
+  stats_.num_device_alloc = 0;
+  stats_.num_device_free = 0;
+}
+
+uint64_t CachingAllocator::free_device_bytes() const {
+  uint64_t capacity = capacity_bytes();
+  uint64_t reserved = driver_.reserved_bytes(device_);
+  return capacity > reserved ? capacity - reserved : 0;
+}
+
+uint64_t CachingAllocator::capacity_bytes() const {
+  return driver_.properties(device_).total_memory;
+}
+
+}  // namespace kiln

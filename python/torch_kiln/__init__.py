@@ -1,0 +1,46 @@
+"""Kiln: a native PyTorch device backend. ``import torch`` loads it (see
+``_autoload``); the device is ``"kiln"`` and its module is ``torch.kiln``.
+
+Op tracking:
+    get_executed_ops()  every ATen op that ran on the device, by path
+    get_fallback_ops()  the ops that ran on the CPU through the fallback
+    clear_op_tracking()
+"""
+import os
+import sys
+
+if "torch" not in sys.modules:
+    # Importing torch runs the backend autoload, which would import this
+    # package again while it is half-initialized: keep it off for that import.
+    _previous_autoload = os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    try:
+        import torch
+    finally:
+        if _previous_autoload is None:
+            del os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"]
+        else:
+            os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = _previous_autoload
+
+import torch
+
+from . import _C
+from ._registration import register as _register
+from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
+from .op_tracking import get_fallback_mode, set_fallback_mode
+
+__all__ = [
+    "clear_op_tracking",
+    "get_executed_ops",
+    "get_fallback_mode",
+    "get_fallback_ops",
+    "set_fallback_mode",
+]
+
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group: called by ``import torch``."""
+    _register()
+
+
+_register()

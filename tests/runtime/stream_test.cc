@@ -1,0 +1,380 @@
+#include "kiln/runtime/stream.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing_util::busy_work;
+using testing_util::Gate;
+using testing_util::ready_within;
+
+TEST(Stream, KnowsItsDeviceAndId) {
+  Stream stream(3, 7, false);
+  EXPECT_EQ(stream.device(), 3);
+  EXPECT_EQ(stream.id(), 7);
+}
+
+TEST(Stream, FreshStreamIsIdleAndSynchronizes) {
+  Stream stream(0, 1, false);
+  EXPECT_TRUE(stream.query());
+  EXPECT_TRUE(stream.synchronize().ok());
+}
+
+TEST(Stream, RunsWorkInOrder) {
+  Stream stream(0, 1, false);
+  constexpr int kItems = 5000;
+  std::vector<int> order;  // touched only by the worker until synchronize()
+  order.reserve(kItems);
+  for (int i = 0; i < kItems; ++i) {
+    ASSERT_TRUE(stream.enqueue("test::append", [&order, i] {
+      order.push_back(i);
+      return Status();
+    }).ok());
+  }
+  ASSERT_TRUE(stream.synchronize().ok());
+  ASSERT_EQ(order.size(), static_cast<size_t>(kItems));
+  for (int i = 0; i < kItems; ++i) ASSERT_EQ(order[i], i);
+}
+
+TEST(Stream, RunsWorkOnAWorkerThread) {
+  Stream stream(0, 1, false);
+  std::thread::id ran_on;
+  ASSERT_TRUE(stream.enqueue("test::where", [&] {
+    ran_on = std::this_thread::get_id();
+    return Status();
+  }).ok());
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST(Stream, EnqueueReturnsBeforeTheWorkRuns) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(gate.hold(stream).ok());
+  ASSERT_TRUE(stream.enqueue("test::flag", [&] {
+    ran = true;
+    return Status();
+  }).ok());
+  EXPECT_FALSE(ran.load());  // still behind the gate
+  EXPECT_FALSE(stream.query());
+  gate.open();
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(Stream, SynchronizeWaitsForAllQueuedWork) {
+  Stream stream(0, 1, false);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(stream.enqueue("test::slow", [&] {
+      busy_work(std::chrono::milliseconds(4));
+      done.fetch_add(1);
+      return Status();
+    }).ok());
+  }
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_EQ(done.load(), 5);
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(Stream, SynchronizeBlocksWhileWorkIsHeld) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  ASSERT_TRUE(gate.hold(stream).ok());
+  std::future<Status> sync = std::async(std::launch::async, [&] { return stream.synchronize(); });
+  EXPECT_FALSE(ready_within(sync, std::chrono::milliseconds(20)));
+  gate.open();
+  EXPECT_TRUE(sync.get().ok());
+}
+
+TEST(Stream, QueryReflectsPendingWork) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  EXPECT_TRUE(stream.query());
+  ASSERT_TRUE(gate.hold(stream).ok());
+  EXPECT_FALSE(stream.query());
+  ASSERT_TRUE(stream.enqueue("test::noop", [] { return Status(); }).ok());
+  EXPECT_FALSE(stream.query());
+  gate.open();
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(Stream, FailureSurfacesAtSynchronizeAndTheStreamStaysUsable) {
+  Stream stream(2, 5, false);
+  std::atomic<bool> later_ran{false};
+  ASSERT_TRUE(stream.enqueue("aten::add.Tensor", [] { return Status(); }).ok());
+  // enqueue itself succeeds: the failure is only known when the work runs.
+  ASSERT_TRUE(stream.enqueue("aten::bad_op", [] {
+    return invalid_argument("shapes do not match");
+  }).ok());
+  ASSERT_TRUE(stream.enqueue("test::later", [&] {
+    later_ran = true;
+    return Status();
+  }).ok());
+  Status status = stream.synchronize();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("aten::bad_op"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("shapes do not match"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("kiln:2"), std::string::npos) << status.message();
+  EXPECT_TRUE(later_ran.load());  // work after the failure still ran
+
+  // The failure was cleared; the stream keeps working.
+  EXPECT_TRUE(stream.synchronize().ok());
+  std::atomic<bool> after{false};
+  ASSERT_TRUE(stream.enqueue("test::after", [&] {
+    after = true;
+    return Status();
+  }).ok());
+  EXPECT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(after.load());
+}
+
+TEST(Stream, KeepsTheFirstFailure) {
+  Stream stream(0, 1, false);
+  ASSERT_TRUE(stream.enqueue("op::first", [] { return out_of_memory("first cause"); }).ok());
+  ASSERT_TRUE(stream.enqueue("op::second", [] { return internal_error("second"); }).ok());
+  Status status = stream.synchronize();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kOutOfMemory);
+  EXPECT_NE(status.message().find("op::first"), std::string::npos);
+  EXPECT_EQ(status.message().find("op::second"), std::string::npos);
+  EXPECT_TRUE(stream.synchronize().ok());
+}
+
+TEST(Stream, ExceptionInWorkBecomesAnErrorStatus) {
+  Stream stream(0, 1, false);
+  ASSERT_TRUE(stream.enqueue("test::throws", []() -> Status {
+    throw std::runtime_error("kaboom");
+  }).ok());
+  Status status = stream.synchronize();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+  EXPECT_NE(status.message().find("kaboom"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("test::throws"), std::string::npos) << status.message();
+
+  ASSERT_TRUE(stream.enqueue("test::throws_int", []() -> Status { throw 42; }).ok());
+  status = stream.synchronize();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+
+  // The worker survived.
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(stream.enqueue("test::after", [&] {
+    ran = true;
+    return Status();
+  }).ok());
+  EXPECT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(Stream, RunSynchronouslyRunsAfterQueuedWork) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  std::vector<int> order;
+  ASSERT_TRUE(gate.hold(stream).ok());
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(stream.enqueue("test::append", [&order, i] {
+      order.push_back(i);
+      return Status();
+    }).ok());
+  }
+  std::future<Status> result = std::async(std::launch::async, [&] {
+    return stream.run_synchronously("test::check", [&] {
+      order.push_back(-1);
+      return Status();
+    });
+  });
+  EXPECT_FALSE(ready_within(result, std::chrono::milliseconds(20)));
+  gate.open();
+  ASSERT_TRUE(result.get().ok());
+  ASSERT_EQ(order.size(), 101u);
+  EXPECT_EQ(order.back(), -1);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(Stream, RunSynchronouslyReturnsTheWorksStatus) {
+  Stream stream(1, 4, false);
+  EXPECT_TRUE(stream.run_synchronously("test::ok", [] { return Status(); }).ok());
+  Status status = stream.run_synchronously("aten::copy_", [] {
+    return out_of_range("index 9 is out of bounds");
+  });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(status.message().find("aten::copy_"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("index 9 is out of bounds"), std::string::npos);
+  // A synchronous failure is reported once, to its caller, not again later.
+  EXPECT_TRUE(stream.synchronize().ok());
+  Status thrown = stream.run_synchronously("test::throws", []() -> Status {
+    throw std::logic_error("bad logic");
+  });
+  EXPECT_EQ(thrown.code(), StatusCode::kInternal);
+  EXPECT_NE(thrown.message().find("bad logic"), std::string::npos);
+}
+
+TEST(Stream, RunSynchronouslyOnAnIdleStreamRunsInTheCaller) {
+  Stream stream(0, 1, false);
+  std::thread::id ran_on;
+  ASSERT_TRUE(stream.run_synchronously("test::where", [&] {
+    ran_on = std::this_thread::get_id();
+    return Status();
+  }).ok());
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+}
+
+TEST(Stream, RunSynchronouslyReportsAnEarlierQueuedFailure) {
+  Stream stream(0, 1, false);
+  ASSERT_TRUE(stream.enqueue("aten::earlier", [] { return internal_error("broken"); }).ok());
+  Status status = stream.run_synchronously("test::copy", [] { return Status(); });
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("aten::earlier"), std::string::npos) << status.message();
+  // Reported once.
+  EXPECT_TRUE(stream.synchronize().ok());
+}
+
+TEST(Stream, WorkQueuedDuringRunSynchronouslyRunsAfterIt) {
+  Stream stream(0, 1, false);
+  std::vector<int> order;
+  std::mutex mutex;
+  auto note = [&](int value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    order.push_back(value);
+  };
+  ASSERT_TRUE(stream.run_synchronously("test::outer", [&] {
+    // Another thread queues work while the caller runs synchronous work.
+    std::thread other([&] {
+      EXPECT_TRUE(stream.enqueue("test::queued", [&] {
+        note(2);
+        return Status();
+      }).ok());
+    });
+    other.join();
+    busy_work(std::chrono::milliseconds(5));
+    note(1);
+    return Status();
+  }).ok());
+  ASSERT_TRUE(stream.synchronize().ok());
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0], 1);
+  EXPECT_EQ(order[1], 2);
+}
+
+TEST(Stream, BlockingStreamRunsInlineAndReportsFailureDirectly) {
+  Stream stream(0, 0, /*blocking=*/true);
+  std::thread::id ran_on;
+  bool ran = false;
+  ASSERT_TRUE(stream.enqueue("test::inline", [&] {
+    ran = true;
+    ran_on = std::this_thread::get_id();
+    return Status();
+  }).ok());
+  EXPECT_TRUE(ran);  // done before enqueue returned
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(stream.query());
+
+  Status status = stream.enqueue("aten::bad_op", [] { return invalid_argument("nope"); });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("aten::bad_op"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("nope"), std::string::npos);
+  // Reported once, directly: synchronize has nothing more to say.
+  EXPECT_TRUE(stream.synchronize().ok());
+
+  Status thrown = stream.enqueue("test::throws", []() -> Status {
+    throw std::runtime_error("inline kaboom");
+  });
+  EXPECT_EQ(thrown.code(), StatusCode::kInternal);
+  EXPECT_NE(thrown.message().find("inline kaboom"), std::string::npos);
+  // Still usable.
+  bool after = false;
+  EXPECT_TRUE(stream.enqueue("test::after", [&] {
+    after = true;
+    return Status();
+  }).ok());
+  EXPECT_TRUE(after);
+}
+
+TEST(Stream, DestructorFinishesQueuedWork) {
+  std::atomic<int> count{0};
+  Gate gate;
+  {
+    Stream stream(0, 1, false);
+    ASSERT_TRUE(gate.hold(stream).ok());
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE(stream.enqueue("test::count", [&] {
+        count.fetch_add(1);
+        return Status();
+      }).ok());
+    }
+    gate.open();
+  }
+  EXPECT_EQ(count.load(), 200);
+}
+
+TEST(Stream, ConcurrentProducersLoseNoWork) {
+  Stream stream(0, 1, false);
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 2000;
+  std::vector<std::vector<int>> seen(kThreads);  // worker only
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        EXPECT_TRUE(stream.enqueue("test::produce", [&seen, t, i] {
+          seen[t].push_back(i);
+          return Status();
+        }).ok());
+      }
+    });
+  }
+  for (std::thread& producer : producers) producer.join();
+  ASSERT_TRUE(stream.synchronize().ok());
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(seen[t].size(), static_cast<size_t>(kPerThread));
+    // Each producer's items ran in the order it queued them.
+    for (int i = 0; i < kPerThread; ++i) ASSERT_EQ(seen[t][i], i);
+  }
+}
+
+TEST(Stream, WorkMayEnqueueOntoAnotherStream) {
+  Stream first(0, 1, false);
+  Stream second(0, 2, false);
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(first.enqueue("test::forward", [&] {
+    return second.enqueue("test::target", [&] {
+      ran = true;
+      return Status();
+    });
+  }).ok());
+  ASSERT_TRUE(first.synchronize().ok());
+  ASSERT_TRUE(second.synchronize().ok());
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(Stream, CapturedStateIsReleasedOnceTheWorkHasRun) {
+  Stream stream(0, 1, false);
+  auto resource = std::make_shared<int>(5);
+  std::weak_ptr<int> watch = resource;
+  ASSERT_TRUE(stream.enqueue("test::capture", [resource = std::move(resource)] {
+    return *resource == 5 ? Status() : internal_error("lost");
+  }).ok());
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(watch.expired());
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,32 @@
+# make demo   sets up, builds, and trains the example model on kiln beside the CPU
+# make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
+# make bench  runs the benchmarks of bench/ (not part of the tests)
+VENV ?= $(HOME)/.cache/kiln/venv
+BUILD ?= build
+PYTHON := $(VENV)/bin/python
+export KILN_VENV := $(VENV)
+export KILN_BUILD_DIR := $(abspath $(BUILD))
+
+.PHONY: setup demo test test-cpp test-python bench clean
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	$(PYTHON) examples/train_mlp.py
+
+test: setup
+	@$(MAKE) --no-print-directory test-cpp test-python
+
+test-cpp:
+	ctest --test-dir $(BUILD) --output-on-failure
+
+test-python:
+	$(PYTHON) -m pytest -q tests/python
+
+bench: setup
+	$(PYTHON) bench/bench_copies.py
+	$(PYTHON) bench/bench_native_ops.py
+
+clean:
+	rm -rf $(BUILD) python/torch_kiln/_C*.so

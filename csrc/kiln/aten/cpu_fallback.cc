@@ -97,4 +97,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
 
+void refuse_quantized(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
+  TORCH_CHECK_TYPE(false, "kiln does not support quantized dtypes (", qualified_op_name(op),
+                   " was called with a quantized kiln tensor); keep quantized tensors on the CPU");
+}
+
 }  // namespace kiln::torch_integration

@@ -19,6 +19,9 @@ namespace kiln::torch_integration {
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// Raises TypeError: the kiln device holds no quantized tensors.
+void refuse_quantized(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 // "aten::add.Tensor" for an op handle.
 std::string qualified_op_name(const c10::OperatorHandle& op);
 

@@ -24,10 +24,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Tensor", TORCH_FN(native::fill_tensor));
   m.impl("zero_", TORCH_FN(native::zero));
   m.impl("_local_scalar_dense", TORCH_FN(native::local_scalar_dense));
+  m.impl("native_dropout", TORCH_FN(native::native_dropout));
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+// Quantized tensors are refused (dtype_policy.h): say so instead of the
+// dispatcher's generic "could not run ... with arguments from Quantizedkiln".
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&refuse_quantized>());
 }
 
 }  // namespace kiln::torch_integration

@@ -13,6 +13,7 @@
 #include <c10/core/Storage.h>
 
 #include <optional>
+#include <tuple>
 
 namespace kiln::torch_integration::native {
 
@@ -50,5 +51,9 @@ at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value);
 at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value);
 at::Tensor& zero(at::Tensor& self);
 c10::Scalar local_scalar_dense(const at::Tensor& self);
+
+// dropout.cc
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train);
 
 }  // namespace kiln::torch_integration::native

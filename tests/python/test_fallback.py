@@ -1,0 +1,129 @@
+"""The CPU fallback and op tracking: every op that reaches the device is
+counted by path, fallbacks warn once per op, and KILN_FALLBACK=error turns
+them into a NotImplementedError naming the op without touching the inputs."""
+import warnings
+
+import pytest
+import torch
+
+import torch_kiln
+from conftest import run_python
+
+
+def test_fallback_result_matches_cpu_and_is_tracked():
+    torch_kiln.clear_op_tracking()
+    a, b = torch.randn(5, 3), torch.randn(5, 3)
+    result = torch.atan2(a.to("kiln"), b.to("kiln"))
+    assert result.device.type == "kiln"
+    assert torch.equal(result.cpu(), torch.atan2(a, b))
+    fallback = torch_kiln.get_fallback_ops()
+    assert any(name.startswith("aten::atan2") for name in fallback)
+    executed = torch_kiln.get_executed_ops()
+    assert executed["aten::_copy_from"]["native"] >= 3
+    assert all(set(paths) <= {"native", "compiled", "library", "fallback"}
+               for paths in executed.values())
+    torch_kiln.clear_op_tracking()
+    assert torch_kiln.get_executed_ops() == {}
+
+
+def test_fallback_warns_once_per_op():
+    x = torch.randn(4, device="kiln")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.special.erfcx(x)
+        torch.special.erfcx(x)
+    messages = [str(w.message) for w in caught if "ran on the CPU" in str(w.message)]
+    assert len(messages) == 1
+    assert "aten::special_erfcx" in messages[0]
+
+
+def test_fallback_mode_error_names_the_op_and_leaves_inputs_untouched():
+    x = torch.arange(4.0, device="kiln")
+    torch_kiln.set_fallback_mode("error")
+    try:
+        with pytest.raises(NotImplementedError, match=r"aten::exp.*KILN_FALLBACK=error"):
+            x.exp_()
+    finally:
+        torch_kiln.set_fallback_mode("warn")
+    assert torch.equal(x.cpu(), torch.arange(4.0))
+
+
+def test_fallback_mode_from_environment():
+    result = run_python("""
+        import torch, torch_kiln
+        assert torch_kiln.get_fallback_mode() == "error"
+        try:
+            torch.ones(2, device="kiln").cos()
+        except NotImplementedError as error:
+            print(str(error).splitlines()[0])
+    """, KILN_FALLBACK="error")
+    assert result.returncode == 0, result.stderr
+    assert "aten::cos" in result.stdout and "not lowered for the kiln device" in result.stdout
+
+
+def test_silent_mode_has_no_warning():
+    result = run_python("""
+        import warnings, torch
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.ones(2, device="kiln").sin()
+        print(len([w for w in caught if "ran on the CPU" in str(w.message)]))
+    """, KILN_FALLBACK="silent")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0"
+
+
+def test_unknown_fallback_mode_is_a_value_error():
+    with pytest.raises(ValueError, match="fallback mode must be warn, silent or error"):
+        torch_kiln.set_fallback_mode("sometimes")
+
+
+def test_failed_fallback_op_leaves_inputs_untouched():
+    x = torch.arange(6.0, device="kiln")
+    with pytest.raises(RuntimeError):
+        x.view(2, 3).mm(torch.ones(2, 2, device="kiln"))   # shape mismatch inside the CPU op
+    assert torch.equal(x.cpu(), torch.arange(6.0))
+
+
+def test_inplace_and_out_ops_through_the_fallback():
+    x = torch.arange(4.0, device="kiln")
+    x.mul_(3)
+    out = torch.empty(0, device="kiln")
+    torch.add(x, 1, out=out)
+    assert torch.equal(x.cpu(), torch.arange(4.0) * 3)
+    assert torch.equal(out.cpu(), torch.arange(4.0) * 3 + 1)
+
+
+def test_kiln_generator_controls_random_ops_that_fall_back():
+    torch.kiln.manual_seed(1234)
+    first = torch.randn(64, device="kiln").cpu()
+    dropout_first = torch.nn.functional.dropout(torch.ones(64, device="kiln"), 0.5).cpu()
+    torch.kiln.manual_seed(1234)
+    second = torch.randn(64, device="kiln").cpu()
+    dropout_second = torch.nn.functional.dropout(torch.ones(64, device="kiln"), 0.5).cpu()
+    assert torch.equal(first, second)
+    assert torch.equal(dropout_first, dropout_second)
+    third = torch.randn(64, device="kiln").cpu()
+    assert not torch.equal(second, third)     # the stream advances
+    torch.manual_seed(0)                       # the CPU generator plays no part
+    torch.kiln.manual_seed(1234)
+    assert torch.equal(torch.randn(64, device="kiln").cpu(), first)
+
+
+def test_rng_state_round_trip():
+    state = torch.kiln.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    first = torch.rand(8, device="kiln").cpu()
+    torch.kiln.set_rng_state(state)
+    assert torch.equal(torch.rand(8, device="kiln").cpu(), first)
+    torch.kiln.manual_seed(7)
+    assert torch.kiln.initial_seed() == 7
+    states = torch.kiln.get_rng_state_all()
+    assert len(states) == torch.kiln.device_count()
+
+
+def test_explicit_kiln_generator():
+    generator = torch.Generator(device="kiln").manual_seed(3)
+    first = torch.randn(16, device="kiln", generator=generator).cpu()
+    generator.manual_seed(3)
+    assert torch.equal(torch.randn(16, device="kiln", generator=generator).cpu(), first)

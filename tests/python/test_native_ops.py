@@ -1,0 +1,150 @@
+"""Native kernels, differentially against the CPU: creation, views (which must
+alias), resize_/set_, copies in every direction over dtypes, non-contiguous,
+broadcast, zero-size and scalar tensors, fill_/zero_ and item()."""
+import pytest
+import torch
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+          torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64]
+
+
+def sample(shape, dtype, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    if dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, generator=generator)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype)
+    return torch.randint(-100 if dtype != torch.uint8 else 0, 100, shape, generator=generator).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (3, 4), (2, 0, 3), (4, 3, 2)])
+def test_round_trip(dtype, shape):
+    cpu = sample(shape, dtype)
+    device = cpu.to("kiln")
+    assert device.dtype == dtype and device.shape == cpu.shape and device.device.type == "kiln"
+    assert torch.equal(device.cpu(), cpu)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float16])
+def test_non_contiguous_copies(dtype):
+    cpu = sample((6, 8), dtype)
+    for view in (cpu.t(), cpu[:, ::2], cpu[1:, 2:5], cpu.unsqueeze(0).expand(3, 6, 8)):
+        assert torch.equal(view.to("kiln").cpu(), view)
+    device = cpu.to("kiln")
+    for view_of_device, view_of_cpu in ((device.t(), cpu.t()), (device[:, ::2], cpu[:, ::2])):
+        assert torch.equal(view_of_device.cpu(), view_of_cpu)
+        assert torch.equal(view_of_device.contiguous().cpu(), view_of_cpu.contiguous())
+
+
+@pytest.mark.parametrize("source_dtype,target_dtype", [
+    (torch.float32, torch.float64), (torch.float64, torch.float16), (torch.int64, torch.float32),
+    (torch.float32, torch.int32), (torch.bool, torch.float32), (torch.float32, torch.bfloat16)])
+def test_dtype_conversion_in_every_direction(source_dtype, target_dtype):
+    cpu = sample((4, 5), source_dtype)
+    expected = cpu.to(target_dtype)
+    device = cpu.to("kiln")
+    assert torch.equal(cpu.to("kiln", target_dtype).cpu(), expected)      # host to device
+    assert torch.equal(device.to(target_dtype).cpu(), expected)           # device to device
+    assert torch.equal(device.to("cpu", target_dtype), expected)          # device to host
+
+
+def test_copy_into_strided_destinations_and_broadcast():
+    source = sample((4, 1), torch.float32)
+    destination = torch.zeros(4, 6, device="kiln")
+    destination.copy_(source)                        # host to device, broadcast
+    assert torch.equal(destination.cpu(), source.expand(4, 6))
+    base = torch.zeros(6, 4, device="kiln")
+    base.t().copy_(destination)                      # device to device, strided target
+    assert torch.equal(base.cpu(), source.expand(4, 6).t())
+    target = torch.zeros(6, 4).t()
+    target.copy_(destination)                        # device to host, strided target
+    assert torch.equal(target, source.expand(4, 6))
+
+
+def test_copy_between_devices_keeps_order():
+    source = torch.arange(1000.0, device="kiln")
+    copied = torch.empty(1000, device="kiln")
+    for _ in range(5):
+        source.add_(1)
+        copied.copy_(source)
+    assert torch.equal(copied.cpu(), torch.arange(1000.0) + 5)
+
+
+def test_views_alias_device_memory():
+    device = torch.zeros(4, 6, device="kiln")
+    device.view(24)[3] = 7
+    device.view(6, 4).t()[0, 1] = 5
+    device.as_strided((2,), (6,), 1).fill_(9)
+    device.reshape(2, 12)[1].zero_()
+    expected = torch.zeros(4, 6)
+    expected.view(24)[3] = 7
+    expected.view(6, 4).t()[0, 1] = 5
+    expected.as_strided((2,), (6,), 1).fill_(9)
+    expected.reshape(2, 12)[1].zero_()
+    assert torch.equal(device.cpu(), expected)
+    assert device.view(24).untyped_storage().data_ptr() == device.untyped_storage().data_ptr()
+
+
+def test_empty_strided_and_memory_format():
+    tensor = torch.empty_strided((3, 4), (1, 3), device="kiln")
+    assert tensor.stride() == (1, 3)
+    channels_last = torch.empty(2, 3, 4, 5, device="kiln", memory_format=torch.channels_last)
+    assert channels_last.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_resize_keeps_contents_and_grows_storage():
+    tensor = torch.arange(6.0, device="kiln")
+    tensor.resize_(2, 3)
+    assert torch.equal(tensor.cpu(), torch.arange(6.0).view(2, 3))
+    tensor.resize_(4, 4)
+    assert tensor.shape == (4, 4)
+    assert torch.equal(tensor.view(-1)[:6].cpu(), torch.arange(6.0))
+    tensor.resize_(0)
+    assert tensor.numel() == 0
+
+
+def test_set_overloads():
+    source = torch.arange(12.0, device="kiln")
+    target = torch.empty(0, device="kiln")
+    target.set_(source)
+    assert torch.equal(target.cpu(), torch.arange(12.0))
+    target.set_(source.untyped_storage(), 2, (2, 3), (3, 1))
+    assert torch.equal(target.cpu(), torch.arange(12.0)[2:8].view(2, 3))
+    target.set_(source.untyped_storage())
+    assert target.shape == (12,)
+    target.set_()
+    assert target.numel() == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fill_zero_and_item(dtype):
+    value = True if dtype == torch.bool else (3 if not dtype.is_floating_point and not dtype.is_complex else 2.5)
+    device = torch.empty(3, 5, dtype=dtype, device="kiln")
+    device.fill_(value)
+    assert torch.equal(device.cpu(), torch.full((3, 5), value, dtype=dtype))
+    device[:, 1:3].zero_()
+    expected = torch.full((3, 5), value, dtype=dtype)
+    expected[:, 1:3] = 0
+    assert torch.equal(device.cpu(), expected)
+    assert device[0, 0].item() == expected[0, 0].item()
+    device.fill_(torch.tensor(1, dtype=dtype, device="kiln"))      # fill_.Tensor
+    assert torch.equal(device.cpu(), torch.ones(3, 5, dtype=dtype))
+
+
+def test_item_of_zero_size_fails_clearly():
+    with pytest.raises(RuntimeError):
+        torch.empty(0, device="kiln").item()
+
+
+def test_pinned_non_blocking_copies():
+    host = torch.randn(1024).pin_memory()
+    assert host.is_pinned()
+    device = host.to("kiln", non_blocking=True)
+    back = torch.empty(1024).pin_memory()
+    back.copy_(device, non_blocking=True)
+    torch.kiln.synchronize()
+    assert torch.equal(back, host)
+    assert torch.kiln.current_stream().query()

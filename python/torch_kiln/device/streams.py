@@ -17,14 +17,13 @@ class Stream(torch.Stream):
                                priority=priority)
 
 
-class Event(torch.Event):
-    """A marker in a stream; ``enable_timing=True`` makes elapsed_time() work."""
-
-    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        _lazy_init()
-        return super().__new__(cls, torch.device("kiln", _resolved_index(None)),
-                               enable_timing=enable_timing, blocking=blocking,
-                               interprocess=interprocess)
+def Event(enable_timing=False, blocking=False, interprocess=False):
+    """A torch.Event of the kiln device: a marker in a stream;
+    ``enable_timing=True`` makes elapsed_time() work. (A plain torch.Event,
+    since torch.Event's methods accept no subclass.)"""
+    _lazy_init()
+    return torch.Event(torch.device("kiln", _resolved_index(None)), enable_timing=enable_timing,
+                       blocking=blocking, interprocess=interprocess)
 
 
 def current_stream(device=None):

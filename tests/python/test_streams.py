@@ -1,0 +1,94 @@
+"""Streams and events of the kiln device, through torch.kiln and torch.accelerator."""
+import pytest
+import torch
+
+from conftest import run_python
+
+
+def test_streams_come_from_a_pool_and_are_not_the_default():
+    default = torch.kiln.default_stream()
+    assert default.stream_id == 0
+    assert torch.kiln.current_stream() == default
+    created = torch.kiln.Stream()
+    assert isinstance(created, torch.Stream) and created.stream_id != 0
+    assert created.device == torch.device("kiln:0")
+
+
+def test_stream_context_switches_and_restores():
+    side = torch.kiln.Stream()
+    with torch.kiln.stream(side):
+        assert torch.kiln.current_stream() == side
+        assert torch.accelerator.current_stream() == side
+    assert torch.kiln.current_stream() == torch.kiln.default_stream()
+
+
+def test_two_streams_ordered_by_events():
+    producer, consumer = torch.kiln.Stream(), torch.kiln.Stream()
+    source = torch.zeros(1 << 20, device="kiln")
+    torch.kiln.synchronize()
+    with torch.kiln.stream(producer):
+        for _ in range(10):
+            source.add_(1)
+        ready = torch.kiln.Event()
+        ready.record(producer)
+    with torch.kiln.stream(consumer):
+        consumer.wait_event(ready)
+        result = torch.empty_like(source)
+        result.copy_(source)
+    consumer.synchronize()
+    assert torch.equal(result.cpu(), torch.full((1 << 20,), 10.0))
+
+
+def test_wait_stream():
+    first, second = torch.kiln.Stream(), torch.kiln.Stream()
+    data = torch.zeros(1000, device="kiln")
+    with torch.kiln.stream(first):
+        data.fill_(3)
+    second.wait_stream(first)
+    with torch.kiln.stream(second):
+        copied = data.clone()
+    torch.kiln.synchronize()
+    assert torch.equal(copied.cpu(), torch.full((1000,), 3.0))
+
+
+def test_event_elapsed_time_is_positive():
+    start = torch.kiln.Event(enable_timing=True)
+    end = torch.kiln.Event(enable_timing=True)
+    data = torch.ones(1 << 22, device="kiln")
+    start.record()
+    for _ in range(5):
+        data.fill_(2.0)
+    end.record()
+    end.synchronize()
+    assert end.query()
+    assert start.elapsed_time(end) > 0
+
+
+def test_elapsed_time_needs_timing():
+    start, end = torch.kiln.Event(), torch.kiln.Event()
+    start.record()
+    end.record()
+    end.synchronize()
+    with pytest.raises(ValueError, match="enable_timing=True"):
+        start.elapsed_time(end)
+
+
+def test_stream_query_and_synchronize():
+    stream = torch.kiln.Stream()
+    with torch.kiln.stream(stream):
+        torch.ones(1 << 20, device="kiln").fill_(1)
+    stream.synchronize()
+    assert stream.query()
+
+
+def test_launch_blocking_runs_work_before_returning():
+    result = run_python("""
+        import torch, torch_kiln
+        assert torch_kiln._C._launch_blocking()
+        x = torch.zeros(1 << 20, device="kiln")
+        x.fill_(4)
+        assert torch.kiln.current_stream().query()   # nothing left queued
+        print(x.sum().item())
+    """, KILN_LAUNCH_BLOCKING=1)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(float(4 << 20))

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string_view>
@@ -130,19 +129,19 @@ Config::Config() {
 }
 
 FallbackMode Config::fallback_mode() const {
-  return static_cast<FallbackMode>(std::atomic_ref<const int>(fallback_mode_).load());
+  return static_cast<FallbackMode>(fallback_mode_.load());
 }
 
 void Config::set_fallback_mode(FallbackMode mode) {
-  std::atomic_ref<int>(fallback_mode_).store(static_cast<int>(mode));
+  fallback_mode_.store(static_cast<int>(mode));
 }
 
 Float64Policy Config::float64_policy() const {
-  return static_cast<Float64Policy>(std::atomic_ref<const int>(float64_policy_).load());
+  return static_cast<Float64Policy>(float64_policy_.load());
 }
 
 void Config::set_float64_policy(Float64Policy policy) {
-  std::atomic_ref<int>(float64_policy_).store(static_cast<int>(policy));
+  float64_policy_.store(static_cast<int>(policy));
 }
 
 Config& mutable_config() {

@@ -6,6 +6,7 @@
 // are thread-safe. docs/configuration.md lists every variable.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -59,8 +60,8 @@ class Config {
   int num_devices_ = 1;
   uint64_t device_memory_bytes_ = 0;
   bool launch_blocking_ = false;
-  int fallback_mode_ = 0;    // FallbackMode, stored as int for atomic access
-  int float64_policy_ = 0;   // Float64Policy
+  std::atomic<int> fallback_mode_{0};   // FallbackMode
+  std::atomic<int> float64_policy_{0};  // Float64Policy
   LogLevel log_level_ = LogLevel::kWarning;
   std::string problems_;
 };

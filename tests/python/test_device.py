@@ -152,3 +152,16 @@ def test_quantized_dtypes_are_refused():
     quantized = torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8)
     with pytest.raises(TypeError, match="kiln does not support quantized dtypes"):
         quantized.to("kiln")
+
+
+def test_autocast_on_kiln_matches_cpu_policy():
+    x = torch.randn(4, 8)
+    weight = torch.randn(3, 8)
+    with torch.autocast("kiln", dtype=torch.bfloat16):
+        on_device = torch.nn.functional.linear(x.to("kiln"), weight.to("kiln"))
+        summed = on_device.float().softmax(dim=-1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        on_cpu = torch.nn.functional.linear(x, weight)
+    assert on_device.dtype == on_cpu.dtype == torch.bfloat16
+    assert summed.dtype == torch.float32
+    torch.testing.assert_close(on_device.cpu(), on_cpu)

@@ -148,3 +148,16 @@ def test_pinned_non_blocking_copies():
     torch.kiln.synchronize()
     assert torch.equal(back, host)
     assert torch.kiln.current_stream().query()
+
+
+def test_fill_keeps_negative_zero_and_rejects_overflow_at_the_call():
+    tensor = torch.ones(4, device="kiln")
+    tensor.fill_(-0.0)
+    assert torch.equal(torch.signbit(tensor.cpu()), torch.ones(4, dtype=torch.bool))
+    small = torch.zeros(3, dtype=torch.int8, device="kiln")
+    with pytest.raises(RuntimeError, match="overflow"):
+        small.fill_(300)
+    assert torch.equal(small.cpu(), torch.zeros(3, dtype=torch.int8))
+    strided = torch.zeros(4, 6, device="kiln")[:, ::2]
+    strided.fill_(2.0)
+    assert torch.equal(strided.cpu(), torch.full((4, 3), 2.0))

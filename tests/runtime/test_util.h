@@ -29,9 +29,9 @@ class Gate {
   void wait() const { future_.wait(); }
 
   // Queues a work item on `stream` that waits for open().
-  Status hold(Stream& stream, std::string name = "test::gate") {
+  Status hold(Stream& stream, const char* name = "test::gate") {
     std::shared_future<void> future = future_;
-    return stream.enqueue(std::move(name), [future] {
+    return stream.enqueue(name, [future] {
       future.wait();
       return Status();
     });

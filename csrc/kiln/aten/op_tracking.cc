@@ -6,9 +6,16 @@
 namespace kiln::torch_integration {
 namespace {
 
+// Hashes std::string and std::string_view alike, so a lookup by the
+// string_view each kernel passes allocates nothing.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view name) const { return std::hash<std::string_view>()(name); }
+};
+
 struct Tracker {
   std::mutex mutex;
-  std::unordered_map<std::string, OpCounts> counts;
+  std::unordered_map<std::string, OpCounts, NameHash, std::equal_to<>> counts;
 };
 
 Tracker& tracker() {
@@ -31,7 +38,7 @@ const char* op_path_name(OpPath path) {
 bool record_op(std::string_view op_name, OpPath path) {
   Tracker& state = tracker();
   std::lock_guard<std::mutex> lock(state.mutex);
-  auto found = state.counts.find(std::string(op_name));
+  auto found = state.counts.find(op_name);
   if (found == state.counts.end()) found = state.counts.emplace(op_name, OpCounts{}).first;
   int64_t& count = found->second.by_path[static_cast<int>(path)];
   return count++ == 0;

@@ -1,6 +1,8 @@
 #include "kiln/runtime/stream.h"
 
+#include <chrono>
 #include <exception>
+#include <thread>
 
 namespace kiln {
 
@@ -32,10 +34,19 @@ Status run_work(const Stream::Work& work) {
 
 }  // namespace
 
-void Stream::record_failure(const std::string& name, const Status& status) {
+// How long an idle worker polls for new work before it sleeps. Launches come in
+// bursts (one per op of a model step); waking a sleeping thread costs a system
+// call on the launching side and several microseconds of latency.
+constexpr std::chrono::microseconds kIdleSpin{50};
+
+Status Stream::with_stream_context(const char* name, const Status& status) const {
+  return status.with_context(std::string(name) + " failed on kiln:" + std::to_string(device_) +
+                             " stream " + std::to_string(id_));
+}
+
+void Stream::record_failure(const char* name, const Status& status) {
   if (!first_failure_.ok()) return;  // keep the first, it is the cause
-  first_failure_ = status.with_context(name + " failed on kiln:" + std::to_string(device_) +
-                                       " stream " + std::to_string(id_));
+  first_failure_ = with_stream_context(name, status);
 }
 
 Status Stream::take_failure() {
@@ -44,18 +55,21 @@ Status Stream::take_failure() {
   return failure;
 }
 
-Status Stream::enqueue(std::string name, Work work) {
+Status Stream::enqueue(const char* name, Work work) {
   if (blocking_) return run_synchronously(name, work);
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Item{std::move(name), std::move(work)});
+    queue_.push_back(Item{name, std::move(work)});
+    queued_.store(queue_.size(), std::memory_order_release);
     if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+    wake = worker_sleeping_;
   }
-  work_available_.notify_one();
+  if (wake) work_available_.notify_one();
   return Status();
 }
 
-Status Stream::run_synchronously(const std::string& name, const Work& work) {
+Status Stream::run_synchronously(const char* name, const Work& work) {
   std::unique_lock<std::mutex> lock(mutex_);
   work_done_.wait(lock, [this] { return queue_.empty() && !worker_busy_ && !caller_busy_; });
   Status earlier = take_failure();
@@ -65,14 +79,12 @@ Status Stream::run_synchronously(const std::string& name, const Work& work) {
   Status status = run_work(work);
   lock.lock();
   caller_busy_ = false;
+  // Work queued meanwhile waits for this caller: hand it to the worker.
+  bool wake = !queue_.empty() && worker_sleeping_;
   lock.unlock();
-  work_available_.notify_one();
+  if (wake) work_available_.notify_one();
   work_done_.notify_all();
-  if (!status.ok()) {
-    return status.with_context(name + " failed on kiln:" + std::to_string(device_) +
-                               " stream " + std::to_string(id_));
-  }
-  return status;
+  return status.ok() ? status : with_stream_context(name, status);
 }
 
 Status Stream::synchronize() {
@@ -86,24 +98,51 @@ bool Stream::query() const {
   return queue_.empty() && !worker_busy_ && !caller_busy_;
 }
 
+void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
+  auto ready = [this] {
+    return (!queue_.empty() && !caller_busy_) || (stopping_ && queue_.empty());
+  };
+  if (ready()) return;
+  lock.unlock();
+  auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
+  while (queued_.load(std::memory_order_acquire) == 0 &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  lock.lock();
+  worker_sleeping_ = true;
+  work_available_.wait(lock, ready);
+  worker_sleeping_ = false;
+}
+
 void Stream::worker_loop() {
+  std::vector<Item> batch;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    work_available_.wait(lock, [this] {
-      return (!queue_.empty() && !caller_busy_) || (stopping_ && queue_.empty());
-    });
+    wait_for_work(lock);
     if (queue_.empty()) return;  // stopping
-    Item item = std::move(queue_.front());
-    queue_.pop_front();
+    // Take everything queued in one go: the launching thread and the worker
+    // then meet on the lock once per batch, not once per op.
+    batch.swap(queue_);
+    queued_.store(0, std::memory_order_release);
     worker_busy_ = true;
     lock.unlock();
-    Status status = run_work(item.work);
-    // Release what the work captured (tensors whose deleters may free memory
-    // and enqueue onto streams) before taking the lock again.
-    item.work = nullptr;
+    Status failure;
+    const char* failed_name = nullptr;
+    for (Item& item : batch) {
+      Status status = run_work(item.work);
+      // Release what the work captured (tensors whose deleters may free memory
+      // and enqueue onto streams) before taking the lock again.
+      item.work = nullptr;
+      if (!status.ok() && failure.ok()) {
+        failure = status;
+        failed_name = item.name;
+      }
+    }
+    batch.clear();  // keeps its capacity for the next swap
     lock.lock();
     worker_busy_ = false;
-    if (!status.ok()) record_failure(item.name, status);
+    if (!failure.ok()) record_failure(failed_name, failure);
     if (queue_.empty()) work_done_.notify_all();
   }
 }

@@ -9,17 +9,22 @@
 // With `blocking` set (KILN_LAUNCH_BLOCKING=1), enqueue() runs the work in the
 // caller before returning and reports its failure directly.
 //
+// Launch cost: op names are static strings (no allocation per launch), and a
+// worker that ran out of work spins for a few microseconds before sleeping, so
+// a burst of launches does not pay a thread wake-up each.
+//
 // Thread-safety: all methods may be called from any thread. Work items must
 // not enqueue onto or synchronize their own stream.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kiln/base/status.h"
 
@@ -37,14 +42,16 @@ class Stream {
   int device() const { return device_; }
   int64_t id() const { return id_; }
 
-  // Queues `work`; `name` (an op name such as "aten::add.Tensor") labels it in
-  // error messages. Returns ok unless the stream is blocking and the work failed.
-  Status enqueue(std::string name, Work work);
+  // Queues `work`; `name` (an op name such as "aten::add.Tensor", a string with
+  // static lifetime) labels it in error messages. Returns ok unless the stream
+  // is blocking and the work failed.
+  Status enqueue(const char* name, Work work);
 
   // Runs `work` after all queued work and returns its Status. When the stream
   // is idle the work runs in the calling thread, which avoids a thread hand-off
-  // for synchronous copies. An earlier queued failure is returned first.
-  Status run_synchronously(const std::string& name, const Work& work);
+  // for synchronous copies. An earlier queued failure is returned instead, and
+  // `work` does not run (the caller raises that error, as CUDA does at a sync).
+  Status run_synchronously(const char* name, const Work& work);
 
   // Waits until every queued item has run. Returns (and clears) the first
   // failure since the last synchronize.
@@ -55,12 +62,15 @@ class Stream {
 
  private:
   struct Item {
-    std::string name;
+    const char* name;
     Work work;
   };
 
   void worker_loop();
-  void record_failure(const std::string& name, const Status& status);  // needs mutex_
+  // Waits for work without the lock for a short while, then on the condition.
+  void wait_for_work(std::unique_lock<std::mutex>& lock);
+  Status with_stream_context(const char* name, const Status& status) const;
+  void record_failure(const char* name, const Status& status);  // needs mutex_
   Status take_failure();                                                // needs mutex_
 
   const int device_;
@@ -70,10 +80,12 @@ class Stream {
   mutable std::mutex mutex_;
   std::condition_variable work_available_;
   std::condition_variable work_done_;
-  std::deque<Item> queue_;
+  std::vector<Item> queue_;   // the worker takes it whole, one batch per lock
   bool worker_busy_ = false;   // the worker is running an item outside the lock
   bool caller_busy_ = false;   // run_synchronously is running work in its caller
   bool stopping_ = false;
+  bool worker_sleeping_ = false;       // the worker waits on work_available_
+  std::atomic<size_t> queued_{0};      // queue_.size(), readable without the lock
   Status first_failure_;
   std::thread worker_;         // started on the first enqueue
 };

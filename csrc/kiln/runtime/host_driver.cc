@@ -28,6 +28,29 @@ std::string mebibytes(uint64_t bytes) {
   return std::to_string(bytes >> 20) + " MiB";
 }
 
+// glibc's memcpy copies large blocks with `rep movsb`, which runs at a third of
+// its speed when the destination sits a little (up to ~1 KiB) past the source
+// modulo 4 KiB: stores then alias the loads that follow them. Device segments
+// are page-aligned and host buffers usually start 64 bytes into a page, so a
+// device-to-host copy hits exactly that. Copying such a block in 256 KiB pieces
+// keeps glibc on its vector loop (measured on the 2-core dev machine for 256
+// MiB: 2.5 GB/s whole, 4.5 GB/s in pieces, 5.8-7 GB/s when aligned).
+void copy_bytes(void* destination, const void* source, size_t bytes) {
+  constexpr size_t kLargeCopy = size_t{4} << 20;
+  constexpr size_t kPiece = size_t{256} << 10;
+  auto distance = (reinterpret_cast<uintptr_t>(destination) -
+                   reinterpret_cast<uintptr_t>(source)) & 4095u;
+  if (bytes < kLargeCopy || distance == 0 || distance >= 1024) {
+    std::memcpy(destination, source, bytes);
+    return;
+  }
+  auto* to = static_cast<char*>(destination);
+  const auto* from = static_cast<const char*>(source);
+  for (size_t offset = 0; offset < bytes; offset += kPiece) {
+    std::memcpy(to + offset, from + offset, std::min(kPiece, bytes - offset));
+  }
+}
+
 }  // namespace
 
 HostDriver::HostDriver(int device_count, uint64_t capacity_per_device)
@@ -74,16 +97,20 @@ uint64_t HostDriver::reserved_bytes(int device) const { return reserved_[device]
 
 void HostDriver::copy_host_to_device(void* device_destination, const void* host_source,
                                      size_t bytes) {
-  std::memcpy(device_destination, host_source, bytes);
+  copy_bytes(device_destination, host_source, bytes);
 }
 
 void HostDriver::copy_device_to_host(void* host_destination, const void* device_source,
                                      size_t bytes) {
-  std::memcpy(host_destination, device_source, bytes);
+  copy_bytes(host_destination, device_source, bytes);
 }
 
 void HostDriver::copy_device_to_device(void* destination, const void* source, size_t bytes) {
-  std::memmove(destination, source, bytes);
+  // Device tensors may overlap (a copy between views of one storage).
+  bool overlap = static_cast<const char*>(source) < static_cast<char*>(destination) + bytes &&
+                 static_cast<char*>(destination) < static_cast<const char*>(source) + bytes;
+  if (overlap) std::memmove(destination, source, bytes);
+  else copy_bytes(destination, source, bytes);
 }
 
 }  // namespace kiln

@@ -44,6 +44,8 @@ PY
 # 3. Build with ccache; the cache is shared across clones (CCACHE_BASEDIR).
 export CCACHE_BASEDIR="$root"
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+# Debug info names the build directory; do not let it split the cache per clone.
+export CCACHE_NOHASHDIR=true
 export PATH="$venv/bin:$PATH"
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S "$root" -B "$build_dir" -G Ninja -DKILN_PYTHON="$venv/bin/python" >/dev/null

@@ -161,3 +161,16 @@ def test_fill_keeps_negative_zero_and_rejects_overflow_at_the_call():
     strided = torch.zeros(4, 6, device="kiln")[:, ::2]
     strided.fill_(2.0)
     assert torch.equal(strided.cpu(), torch.full((4, 3), 2.0))
+
+
+def test_every_backend_specific_view_op_is_native_and_aliases():
+    base = torch.arange(8.0, device="kiln")
+    windows = base.unfold(0, 2, 2)
+    windows[1, 0] = -1
+    assert base[2].item() == -1
+    complex_values = torch.randn(3, dtype=torch.complex64).to("kiln")
+    real_view = torch.view_as_real(complex_values)
+    real_view[0, 0] = 5
+    assert complex_values[0].item().real == 5
+    back = torch.view_as_complex(real_view)
+    assert back.untyped_storage().data_ptr() == complex_values.untyped_storage().data_ptr()

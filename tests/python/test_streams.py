@@ -92,3 +92,18 @@ def test_launch_blocking_runs_work_before_returning():
     """, KILN_LAUNCH_BLOCKING=1)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(float(4 << 20))
+
+
+def test_a_queued_failure_surfaces_at_the_next_sync_and_the_stream_recovers():
+    import torch_kiln
+
+    x = torch.arange(4.0, device="kiln")
+    torch_kiln._C._test_enqueue_failure("boom")
+    with pytest.raises(RuntimeError, match=r"kiln::test_failure failed on kiln:0 stream 0: boom"):
+        torch.kiln.synchronize()
+    torch.kiln.synchronize()                      # reported once, then cleared
+    torch_kiln._C._test_enqueue_failure("again")
+    with pytest.raises(RuntimeError, match="again"):
+        x.cpu()                                    # a copy to the host is a sync point
+    x.add_(1)
+    assert torch.equal(x.cpu(), torch.arange(4.0) + 1)

@@ -13,6 +13,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(native::as_strided));
   m.impl("view", TORCH_FN(native::view));
   m.impl("_reshape_alias", TORCH_FN(native::reshape_alias));
+  m.impl("unfold", TORCH_FN(native::unfold));
+  m.impl("view_as_real", TORCH_FN(native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(native::view_as_complex));
   m.impl("resize_", TORCH_FN(native::resize_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(native::set_storage_with_offset));
   m.impl("set_.source_Storage", TORCH_FN(native::set_storage));
@@ -25,6 +28,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(native::zero));
   m.impl("_local_scalar_dense", TORCH_FN(native::local_scalar_dense));
   m.impl("native_dropout", TORCH_FN(native::native_dropout));
+}
+
+// Convolution is composite in ATen, but its decomposition sends any device it
+// does not know to convolution_overrideable, which the CPU does not implement.
+// Until Kiln has a library kernel for it, send the whole op to the CPU.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

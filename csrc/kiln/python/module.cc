@@ -6,6 +6,7 @@
 #include "kiln/aten/op_tracking.h"
 #include "kiln/base/config.h"
 #include "kiln/c10/device_allocator.h"
+#include "kiln/c10/device_guard.h"
 #include "kiln/c10/generator.h"
 #include "kiln/c10/host_allocator.h"
 #include "kiln/c10/status_error.h"
@@ -144,6 +145,11 @@ PYBIND11_MODULE(_C, module) {
   module.def("_get_float64_policy", [] { return float64_policy_name(config().float64_policy()); });
   module.def("_launch_blocking", [] { return config().launch_blocking(); });
   module.def("_config_problems", [] { return config().problems(); });
+  // For tests of error propagation: queues work on the current stream that fails.
+  module.def("_test_enqueue_failure", [](const std::string& message) {
+    check_status(current_runtime_stream().enqueue(
+        "kiln::test_failure", [message]() { return internal_error(message); }));
+  });
   module.def("_executed_ops", &executed_ops);
   module.def("_clear_op_tracking", &clear_op_tracking);
 }

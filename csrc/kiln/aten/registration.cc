@@ -28,6 +28,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(native::zero));
   m.impl("_local_scalar_dense", TORCH_FN(native::local_scalar_dense));
   m.impl("native_dropout", TORCH_FN(native::native_dropout));
+  m.impl("_thnn_fused_lstm_cell", TORCH_FN(native::fused_lstm_cell));
+  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(native::fused_lstm_cell_backward));
+  m.impl("_thnn_fused_gru_cell", TORCH_FN(native::fused_gru_cell));
+  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(native::fused_gru_cell_backward));
 }
 
 // Convolution is composite in ATen, but its decomposition sends any device it

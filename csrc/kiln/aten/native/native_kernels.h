@@ -59,4 +59,17 @@ c10::Scalar local_scalar_dense(const at::Tensor& self);
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
                                                   std::optional<bool> train);
 
+// fused_rnn_cells.cc
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
+    const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
+    const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias);
+std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
+    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias);
+
 }  // namespace kiln::torch_integration::native

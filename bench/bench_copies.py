@@ -27,17 +27,15 @@ is one glibc memcpy on one thread, like kiln's driver copy. Nothing here is
 asserted: it only prints.
 """
 import argparse
-import datetime
 import json
-import os
-import platform
-import shlex
 import statistics
 import sys
 import time
 
 import numpy as np
 import torch
+
+from run_info import header, load
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -162,35 +160,6 @@ def measure_size(nbytes, args):
     return rows
 
 
-def load():
-    """The 1/5/15-minute load averages, as a hint of background contention."""
-    try:
-        return " ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
-def kiln_build():
-    """The extension module this run loaded and when it was built."""
-    import torch_kiln._C as extension
-    built = datetime.datetime.fromtimestamp(os.path.getmtime(extension.__file__)).astimezone()
-    return f"{extension.__file__} (built {built.isoformat(timespec='seconds')})"
-
-
-def header(argv):
-    lines = [
-        f"command : {' '.join(shlex.quote(a) for a in [sys.executable] + argv)}",
-        f"date    : {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"torch   : {torch.__version__}   numpy: {np.__version__}   python: {platform.python_version()}",
-        f"device  : {torch.kiln.get_device_name()}",
-        f"kiln    : {kiln_build()}",
-        f"host    : {platform.machine()}, os.cpu_count()={os.cpu_count()}, "
-        f"torch.get_num_threads()={torch.get_num_threads()}",
-        f"load    : {load()} at start (other processes share these cores)",
-    ]
-    return lines
-
-
 def print_table(rows):
     print()
     print(f"{'size':>8}  {'case':<15} {'GB/s':>8} {'x torch':>8} {'x numpy':>8} "
@@ -233,7 +202,7 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     sizes = [parse_size(s) for s in args.sizes.split(",") if s]
 
-    lines = header(argv)
+    lines = header(argv, f"numpy: {np.__version__}")
     print("\n".join(lines))
     started = time.perf_counter()
     rows = []

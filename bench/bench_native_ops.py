@@ -12,16 +12,14 @@ and the median sample is reported. The target is kiln / cpu <= 2x. Nothing here
 is asserted: it only prints.
 """
 import argparse
-import datetime
 import json
-import os
-import platform
-import shlex
 import statistics
 import sys
 import time
 
 import torch
+
+from run_info import header, load
 
 TARGET_RATIO = 2.0
 
@@ -135,34 +133,6 @@ def measure_synchronize(args):
             sync()
         samples.append((time.perf_counter() - start) / 1000)
     return statistics.median(samples) * 1e6
-
-
-def load():
-    """The 1/5/15-minute load averages, as a hint of background contention."""
-    try:
-        return " ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
-def kiln_build():
-    """The extension module this run loaded and when it was built."""
-    import torch_kiln._C as extension
-    built = datetime.datetime.fromtimestamp(os.path.getmtime(extension.__file__)).astimezone()
-    return f"{extension.__file__} (built {built.isoformat(timespec='seconds')})"
-
-
-def header(argv):
-    return [
-        f"command : {' '.join(shlex.quote(a) for a in [sys.executable] + argv)}",
-        f"date    : {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"torch   : {torch.__version__}   python: {platform.python_version()}",
-        f"device  : {torch.kiln.get_device_name()}",
-        f"kiln    : {kiln_build()}",
-        f"host    : {platform.machine()}, os.cpu_count()={os.cpu_count()}, "
-        f"torch.get_num_threads()={torch.get_num_threads()}",
-        f"load    : {load()} at start (other processes share these cores)",
-    ]
 
 
 def print_table(rows, sync_us):

@@ -1,0 +1,39 @@
+"""What every benchmark prints first: the command, the date, versions, the kiln
+build it loaded, the host and its load, so a figure can be traced to its run."""
+import datetime
+import os
+import platform
+import shlex
+import sys
+
+import torch
+
+
+def load():
+    """The 1/5/15-minute load averages, as a hint of background contention."""
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def kiln_build():
+    """The extension module this run loaded and when it was built."""
+    import torch_kiln._C as extension
+    built = datetime.datetime.fromtimestamp(os.path.getmtime(extension.__file__)).astimezone()
+    return f"{extension.__file__} (built {built.isoformat(timespec='seconds')})"
+
+
+def header(argv, versions=""):
+    """Header lines; `versions` adds e.g. "numpy: 2.4.6" to the torch line."""
+    extra = f"   {versions}" if versions else ""
+    return [
+        f"command : {' '.join(shlex.quote(a) for a in [sys.executable] + argv)}",
+        f"date    : {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"torch   : {torch.__version__}{extra}   python: {platform.python_version()}",
+        f"device  : {torch.kiln.get_device_name()}",
+        f"kiln    : {kiln_build()}",
+        f"host    : {platform.machine()}, os.cpu_count()={os.cpu_count()}, "
+        f"torch.get_num_threads()={torch.get_num_threads()}",
+        f"load    : {load()} at start (other processes share these cores)",
+    ]

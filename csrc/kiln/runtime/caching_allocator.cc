@@ -5,6 +5,8 @@
 #include <limits>
 #include <set>
 
+#include "kiln/base/logging.h"
+
 namespace kiln {
 namespace {
 // Requests above this are refused before rounding, which could overflow.
@@ -81,6 +83,8 @@ StatusOr<CachingAllocator::Block*> CachingAllocator::reserve_segment(size_t roun
   size_t segment_size = segment_size_for(rounded);
   StatusOr<void*> memory = driver_.allocate_segment(device_, segment_size);
   if (!memory.ok()) return memory.status();
+  KILN_LOG(kDebug, "kiln:" + std::to_string(device_) + " reserved a segment of " +
+                       std::to_string(segment_size) + " bytes");
   auto* block = new Block();
   block->pointer = static_cast<char*>(memory.value());
   block->size = segment_size;

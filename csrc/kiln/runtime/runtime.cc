@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "kiln/base/config.h"
+#include "kiln/base/logging.h"
 #include "kiln/runtime/host_driver.h"
 
 namespace kiln {
@@ -37,6 +38,9 @@ StatusOr<Runtime*> Runtime::get() {
         settings.launch_blocking());
     pthread_atfork(nullptr, nullptr, &mark_fork_child);
     global_initialized.store(true);
+    KILN_LOG(kInfo, "runtime started: " + std::to_string(created->device_count()) +
+                        " device(s) of " + std::to_string(settings.device_memory_bytes() >> 20) +
+                        " MiB, launch blocking " + (settings.launch_blocking() ? "on" : "off"));
     return created;
   }();
   return runtime;

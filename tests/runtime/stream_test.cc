@@ -376,5 +376,59 @@ TEST(Stream, CapturedStateIsReleasedOnceTheWorkHasRun) {
   EXPECT_TRUE(watch.expired());
 }
 
+TEST(StreamLaunch, SmallWorkOnAnIdleStreamRunsBeforeLaunchReturns) {
+  Stream stream(0, 1, false);
+  std::thread::id ran_on;
+  ASSERT_TRUE(stream.launch("test::small", 64, [&ran_on] {
+    ran_on = std::this_thread::get_id();
+    return Status();
+  }).ok());
+  EXPECT_EQ(ran_on, std::this_thread::get_id());  // no hand-off, no wait needed
+}
+
+TEST(StreamLaunch, SmallWorkBehindQueuedWorkKeepsStreamOrder) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  ASSERT_TRUE(gate.hold(stream).ok());
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(stream.launch("test::small", 64, [&ran] {
+    ran = true;
+    return Status();
+  }).ok());
+  EXPECT_FALSE(ran.load());  // queued behind the gate, not run in the caller
+  gate.open();
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(StreamLaunch, LargeWorkIsQueued) {
+  Stream stream(0, 1, false);
+  std::promise<std::thread::id> ran_on;
+  ASSERT_TRUE(stream.launch("test::large", Stream::kInlineLaunchBytes + 1, [&ran_on] {
+    ran_on.set_value(std::this_thread::get_id());
+    return Status();
+  }).ok());
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());
+}
+
+TEST(StreamLaunch, InlineFailureIsReturnedNamingTheOp) {
+  Stream stream(0, 4, false);
+  Status status = stream.launch("test::broken", 8, [] { return internal_error("bad"); });
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("test::broken failed on kiln:0 stream 4: bad"),
+            std::string::npos);
+  EXPECT_TRUE(stream.synchronize().ok());  // nothing left pending
+}
+
+TEST(StreamLaunch, InlineExceptionBecomesAStatus) {
+  Stream stream(0, 1, false);
+  Status status = stream.launch("test::throws", 8, []() -> Status {
+    throw std::runtime_error("thrown");
+  });
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("thrown"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln

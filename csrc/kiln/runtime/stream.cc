@@ -77,14 +77,27 @@ Status Stream::run_synchronously(const char* name, const Work& work) {
   caller_busy_ = true;
   lock.unlock();
   Status status = run_work(work);
-  lock.lock();
-  caller_busy_ = false;
-  // Work queued meanwhile waits for this caller: hand it to the worker.
-  bool wake = !queue_.empty() && worker_sleeping_;
-  lock.unlock();
+  end_inline();
+  return status.ok() ? status : with_stream_context(name, status);
+}
+
+bool Stream::try_begin_inline() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!queue_.empty() || worker_busy_ || caller_busy_ || !first_failure_.ok()) return false;
+  caller_busy_ = true;
+  return true;
+}
+
+void Stream::end_inline() {
+  // Work queued meanwhile waited for this caller: hand it to the worker.
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    caller_busy_ = false;
+    wake = !queue_.empty() && worker_sleeping_;
+  }
   if (wake) work_available_.notify_one();
   work_done_.notify_all();
-  return status.ok() ? status : with_stream_context(name, status);
 }
 
 Status Stream::synchronize() {

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -53,6 +54,21 @@ class Stream {
   // `work` does not run (the caller raises that error, as CUDA does at a sync).
   Status run_synchronously(const char* name, const Work& work);
 
+  // Launches work touching about `bytes` bytes. Small work on an idle stream
+  // runs at once in the caller: it is ordered after everything queued (there is
+  // nothing queued), and handing it to the worker would cost more than doing it.
+  // Anything else is enqueued. A failure of inline work is returned directly.
+  static constexpr size_t kInlineLaunchBytes = size_t{32} << 10;
+  template <typename Function>
+  Status launch(const char* name, size_t bytes, Function&& work) {
+    if (bytes <= kInlineLaunchBytes && try_begin_inline()) {
+      Status status = run_inline(work);
+      end_inline();
+      return status.ok() ? status : with_stream_context(name, status);
+    }
+    return enqueue(name, Work(std::forward<Function>(work)));
+  }
+
   // Waits until every queued item has run. Returns (and clears) the first
   // failure since the last synchronize.
   Status synchronize();
@@ -65,6 +81,19 @@ class Stream {
     const char* name;
     Work work;
   };
+
+  // Claims the idle stream for work run in the caller; false if anything is
+  // queued or running, or a failure is pending.
+  bool try_begin_inline();
+  void end_inline();
+  template <typename Function>
+  static Status run_inline(Function& work) {
+    try {
+      return work();
+    } catch (const std::exception& error) {
+      return internal_error(error.what());
+    }
+  }
 
   void worker_loop();
   // Waits for work without the lock for a short while, then on the condition.

@@ -76,7 +76,8 @@ void copy_within_device(const at::Tensor& source, const at::Tensor& destination)
     check_status(copy_done.block(source_stream));
     return;
   }
-  check_status(destination_stream.enqueue("aten::copy_", [source, destination]() {
+  check_status(destination_stream.launch("aten::copy_", destination.nbytes(),
+                                         [source, destination]() {
     return copy_elements(source, destination, Direction::kDeviceToDevice);
   }));
 }

@@ -27,13 +27,14 @@ at::Tensor& enqueue_fill(at::Tensor& self, const c10::Scalar& value, const char*
   // (as on the CPU) and nothing is queued.
   AT_DISPATCH_V2(self.scalar_type(), "kiln_fill", AT_WRAP([&] {
     scalar_t converted = value.to<scalar_t>();
+    size_t bytes = target.nbytes();
     if (target.is_non_overlapping_and_dense()) {
-      status = stream_of(self).enqueue(name, [target, converted]() {
+      status = stream_of(self).launch(name, bytes, [target, converted]() {
         std::fill_n(static_cast<scalar_t*>(target.data_ptr()), target.numel(), converted);
         return Status();
       });
     } else {
-      status = stream_of(self).enqueue(name, [target, value]() {
+      status = stream_of(self).launch(name, bytes, [target, value]() {
         host_alias(target).fill_(value);
         return Status();
       });

@@ -1,7 +1,7 @@
 // fill_, zero_ and reading one element back (_local_scalar_dense, behind
-// .item()). fill_ is queued on the stream: dense memory is filled directly with the value converted in the caller,
-// strided tensors through ATen's CPU fill over an alias of the device memory.
-// Reading a scalar waits for the stream.
+// .item()). A fill is launched on the stream: dense memory is filled directly
+// with the value converted in the caller, strided tensors through ATen's CPU
+// fill over an alias of the device memory. Reading a scalar waits for the stream.
 #include <ATen/Dispatch_v2.h>
 #include <ATen/ops/fill.h>
 
@@ -19,7 +19,7 @@ namespace {
   AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16,           \
       AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES)
 
-at::Tensor& enqueue_fill(at::Tensor& self, const c10::Scalar& value, const char* name) {
+at::Tensor& launch_fill(at::Tensor& self, const c10::Scalar& value, const char* name) {
   if (self.numel() == 0) return self;
   at::Tensor target = self;  // keeps the memory alive until the fill ran
   Status status;
@@ -58,7 +58,7 @@ c10::Scalar read_scalar(const at::Tensor& tensor) {
 
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
   record_op("aten::fill_.Scalar", OpPath::kNative);
-  return enqueue_fill(self, value, "aten::fill_.Scalar");
+  return launch_fill(self, value, "aten::fill_.Scalar");
 }
 
 at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
@@ -66,12 +66,12 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0,
               "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
               " dimensions.");
-  return enqueue_fill(self, value.item(), "aten::fill_.Tensor");
+  return launch_fill(self, value.item(), "aten::fill_.Tensor");
 }
 
 at::Tensor& zero(at::Tensor& self) {
   record_op("aten::zero_", OpPath::kNative);
-  return enqueue_fill(self, c10::Scalar(0), "aten::zero_");
+  return launch_fill(self, c10::Scalar(0), "aten::zero_");
 }
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {

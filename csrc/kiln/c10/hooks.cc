@@ -3,8 +3,6 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
-#include <cstring>
-
 #include "kiln/base/config.h"
 #include "kiln/c10/device_allocator.h"
 #include "kiln/c10/device_guard.h"
@@ -91,7 +89,7 @@ void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes
     const void* source = impl->data_ptr().get();
     Stream& stream = current_runtime_stream(device.index());
     check_status(stream.run_synchronously("kiln::resize_storage", [&]() {
-      std::memcpy(destination, source, keep);
+      runtime().driver().copy_device_to_device(destination, source, keep);
       return Status();
     }));
   }

@@ -118,6 +118,7 @@ Config::Config() {
     if (policy.ok()) float64_policy_ = static_cast<int>(policy.value());
     else note("KILN_FLOAT64", policy.status());
   }
+  if (const char* value = read_env("KILN_CC")) c_compiler_ = value;
   if (const char* value = read_env("KILN_LOG_LEVEL")) {
     std::string level = lower(value);
     if (level == "error") log_level_ = LogLevel::kError;

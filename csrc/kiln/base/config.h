@@ -47,6 +47,8 @@ class Config {
   void set_float64_policy(Float64Policy policy);
   // KILN_LOG_LEVEL=error|warning|info|debug (default warning).
   LogLevel log_level() const { return log_level_; }
+  // KILN_CC: the C compiler that builds kernels (default "cc", found on PATH).
+  const std::string& c_compiler() const { return c_compiler_; }
 
   // Problems found while reading the environment (an unparsable value, which
   // was replaced by the default). Empty when all was well.
@@ -63,6 +65,7 @@ class Config {
   std::atomic<int> fallback_mode_{0};   // FallbackMode
   std::atomic<int> float64_policy_{0};  // Float64Policy
   LogLevel log_level_ = LogLevel::kWarning;
+  std::string c_compiler_ = "cc";
   std::string problems_;
 };
 

@@ -1,0 +1,128 @@
+#include "kiln/compiler/toolchain.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace kiln {
+namespace {
+
+// -ffp-contract=off: no fused multiply-add the CPU reference would not do.
+// -fno-math-errno: math functions need not set errno, so they vectorise.
+// -march=native: the kernels run on this machine only; the cache key carries
+// the compiler identity, and the disk cache adds the CPU's features.
+const std::vector<std::string> kDefaultFlags = {
+    "-O3", "-std=c11", "-fPIC", "-shared", "-march=native", "-fno-math-errno",
+    "-ffp-contract=off"};
+
+std::string read_file(const std::string& path) {
+  std::ifstream input(path, std::ios::binary);
+  std::stringstream text;
+  text << input.rdbuf();
+  return text.str();
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// A unique temporary path in `directory` starting with `prefix`; the file is
+// created (empty) so the name is reserved.
+StatusOr<std::string> make_temporary(const std::string& directory, const std::string& prefix) {
+  std::string pattern = directory + "/" + prefix + "XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  int descriptor = mkstemp(name.data());
+  if (descriptor < 0) {
+    return failed_precondition("cannot create a temporary file in " + directory + ": " +
+                               std::strerror(errno));
+  }
+  close(descriptor);
+  return std::string(name.data());
+}
+
+std::string directory_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string& output) {
+  StatusOr<std::string> log = make_temporary(P_tmpdir, "kiln-process-");
+  if (!log.ok()) return log.status();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.value().c_str(),
+                                   O_WRONLY | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  int error = posix_spawnp(&child, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    std::remove(log.value().c_str());
+    return failed_precondition("cannot run '" + arguments[0] + "': " + std::strerror(error));
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  output = read_file(log.value());
+  std::remove(log.value().c_str());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+StatusOr<Toolchain> Toolchain::probe(const std::string& compiler) {
+  std::string output;
+  StatusOr<int> exit_code = run_process({compiler, "--version"}, output);
+  if (!exit_code.ok() || exit_code.value() != 0) {
+    std::string reason = exit_code.ok() ? first_line(output) : exit_code.status().message();
+    return failed_precondition("the C compiler '" + compiler + "' does not run (" + reason +
+                               "); install one or point KILN_CC at it");
+  }
+  return Toolchain(compiler, first_line(output), kDefaultFlags);
+}
+
+std::string Toolchain::identity() const {
+  std::string identity = compiler_ + "|" + version_;
+  for (const std::string& flag : flags_) identity += "|" + flag;
+  return identity;
+}
+
+Status Toolchain::compile(const std::string& source_path, const std::string& output_path) const {
+  StatusOr<std::string> temporary = make_temporary(directory_of(output_path), ".kiln-object-");
+  if (!temporary.ok()) return temporary.status();
+  std::vector<std::string> arguments = {compiler_};
+  arguments.insert(arguments.end(), flags_.begin(), flags_.end());
+  arguments.insert(arguments.end(), {"-o", temporary.value(), source_path});
+  std::string diagnostics;
+  StatusOr<int> exit_code = run_process(arguments, diagnostics);
+  if (!exit_code.ok() || exit_code.value() != 0) {
+    std::remove(temporary.value().c_str());
+    std::string reason = exit_code.ok() ? diagnostics : exit_code.status().message();
+    return internal_error("compiling " + source_path + " with " + compiler_ + " failed:\n" +
+                          reason);
+  }
+  if (std::rename(temporary.value().c_str(), output_path.c_str()) != 0) {
+    std::string reason = std::strerror(errno);
+    std::remove(temporary.value().c_str());
+    return internal_error("cannot move the compiled kernel to " + output_path + ": " + reason);
+  }
+  return Status();
+}
+
+}  // namespace kiln

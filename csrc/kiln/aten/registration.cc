@@ -1,8 +1,10 @@
 // What runs for each ATen op on the kiln device: the native kernels by name,
-// and the CPU fallback for everything else. Kernel bodies live in native/.
+// the library kernels, and the CPU fallback for everything else. Kernel bodies
+// live in native/ and library/.
 #include <torch/library.h>
 
 #include "kiln/aten/cpu_fallback.h"
+#include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/native/native_kernels.h"
 
 namespace kiln::torch_integration {
@@ -32,6 +34,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(native::fused_lstm_cell_backward));
   m.impl("_thnn_fused_gru_cell", TORCH_FN(native::fused_gru_cell));
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(native::fused_gru_cell_backward));
+}
+
+// The library path: PyTorch's CPU math libraries on device memory.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm.out", TORCH_FN(library::mm_out));
+  m.impl("addmm.out", TORCH_FN(library::addmm_out));
+  m.impl("bmm.out", TORCH_FN(library::bmm_out));
+  m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
 }
 
 // Convolution is composite in ATen, but its decomposition sends any device it

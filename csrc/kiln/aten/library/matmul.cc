@@ -1,0 +1,142 @@
+// The matmul family on the library path: mm, addmm, bmm, baddbmm. Their
+// functional and in-place forms (and linear, matmul, which compose them)
+// reach the device as these out= overloads.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/mm.h>
+
+#include "kiln/aten/library/library_kernels.h"
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
+#include "kiln/c10/status_error.h"
+
+namespace kiln::torch_integration::library {
+namespace {
+
+void check_same_kiln_device(std::initializer_list<const at::Tensor*> tensors, const char* op) {
+  const at::Tensor& first = **tensors.begin();
+  for (const at::Tensor* tensor : tensors) {
+    TORCH_CHECK(tensor->device() == first.device(),
+                "Expected all tensors to be on the same device, but found at least two "
+                "devices, ", first.device(), " and ", tensor->device(), "! (in ", op, ")");
+  }
+}
+
+void check_same_dtype(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(),
+              "expected m1 and m2 to have the same dtype, but got: ", a.scalar_type(), " != ",
+              b.scalar_type());
+}
+
+void check_out_dtype(const at::Tensor& out, const at::Tensor& input) {
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "Expected out tensor to have dtype ",
+              input.scalar_type(), ", but got ", out.scalar_type(), " instead");
+}
+
+void check_matrices(const at::Tensor& mat1, const at::Tensor& mat2) {
+  TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
+  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
+  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
+              mat1.size(0), "x", mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  check_same_dtype(mat1, mat2);
+}
+
+void check_batches(const at::Tensor& batch1, const at::Tensor& batch2) {
+  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(batch2.size(0) == batch1.size(0) && batch2.size(1) == batch1.size(2),
+              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0),
+              ", ", batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+  check_same_dtype(batch1, batch2);
+}
+
+void check_bias(const at::Tensor& bias, c10::IntArrayRef result_shape) {
+  TORCH_CHECK(at::is_expandable_to(bias.sizes(), result_shape), "The expanded size of the ",
+              "input tensor (", bias.sizes(), ") must be broadcastable to the result shape ",
+              result_shape);
+}
+
+size_t bytes_touched(std::initializer_list<const at::Tensor*> tensors) {
+  size_t bytes = 0;
+  for (const at::Tensor* tensor : tensors) bytes += tensor->nbytes();
+  return bytes;
+}
+
+// Launches `call(out_alias)` on the output's stream, with every tensor kept
+// alive until it ran.
+template <typename Call>
+void launch(const char* name, at::Tensor& out, size_t bytes, Call call) {
+  if (out.numel() == 0) return;
+  at::Tensor target = out;
+  check_status(stream_of(out).launch(name, bytes, [target, call]() {
+    at::Tensor result = host_alias(target);
+    call(result);
+    return Status();
+  }));
+}
+
+}  // namespace
+
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  record_op("aten::mm.out", OpPath::kLibrary);
+  check_same_kiln_device({&self, &mat2, &out}, "mm");
+  check_matrices(self, mat2);
+  check_out_dtype(out, self);
+  at::native::resize_output(out, {self.size(0), mat2.size(1)});
+  launch("aten::mm.out", out, bytes_touched({&self, &mat2, &out}),
+         [self, mat2](at::Tensor& result) { at::mm_out(result, host_alias(self), host_alias(mat2)); });
+  return out;
+}
+
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                      const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  record_op("aten::addmm.out", OpPath::kLibrary);
+  check_same_kiln_device({&self, &mat1, &mat2, &out}, "addmm");
+  check_matrices(mat1, mat2);
+  check_same_dtype(self, mat1);
+  check_out_dtype(out, mat1);
+  std::vector<int64_t> shape = {mat1.size(0), mat2.size(1)};
+  check_bias(self, shape);
+  at::native::resize_output(out, shape);
+  launch("aten::addmm.out", out, bytes_touched({&self, &mat1, &mat2, &out}),
+         [self, mat1, mat2, beta, alpha](at::Tensor& result) {
+           at::addmm_out(result, host_alias(self), host_alias(mat1), host_alias(mat2), beta,
+                         alpha);
+         });
+  return out;
+}
+
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  record_op("aten::bmm.out", OpPath::kLibrary);
+  check_same_kiln_device({&self, &mat2, &out}, "bmm");
+  check_batches(self, mat2);
+  check_out_dtype(out, self);
+  at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
+  launch("aten::bmm.out", out, bytes_touched({&self, &mat2, &out}),
+         [self, mat2](at::Tensor& result) { at::bmm_out(result, host_alias(self), host_alias(mat2)); });
+  return out;
+}
+
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
+                        const at::Tensor& batch2, const c10::Scalar& beta,
+                        const c10::Scalar& alpha, at::Tensor& out) {
+  record_op("aten::baddbmm.out", OpPath::kLibrary);
+  check_same_kiln_device({&self, &batch1, &batch2, &out}, "baddbmm");
+  check_batches(batch1, batch2);
+  check_same_dtype(self, batch1);
+  check_out_dtype(out, batch1);
+  std::vector<int64_t> shape = {batch1.size(0), batch1.size(1), batch2.size(2)};
+  check_bias(self, shape);
+  at::native::resize_output(out, shape);
+  launch("aten::baddbmm.out", out, bytes_touched({&self, &batch1, &batch2, &out}),
+         [self, batch1, batch2, beta, alpha](at::Tensor& result) {
+           at::baddbmm_out(result, host_alias(self), host_alias(batch1), host_alias(batch2),
+                           beta, alpha);
+         });
+  return out;
+}
+
+}  // namespace kiln::torch_integration::library

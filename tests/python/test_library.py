@@ -1,0 +1,122 @@
+"""The library path: the matmul family runs PyTorch's CPU BLAS on device
+memory, queued on the stream. Differential against the CPU over dtypes,
+transposed and broadcast inputs, zero sizes, out= and in-place forms."""
+import pytest
+import torch
+
+import torch_kiln
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64]
+
+
+def sample(shape, dtype, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype)
+    return torch.randint(-5, 5, shape, generator=generator).to(dtype)
+
+
+def kiln(tensor):
+    return tensor.to("kiln")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((0, 4), (4, 5)), ((3, 0), (0, 5)),
+                                    ((1, 1), (1, 1))])
+def test_mm(dtype, shapes):
+    a, b = sample(shapes[0], dtype), sample(shapes[1], dtype, seed=1)
+    torch.testing.assert_close(torch.mm(kiln(a), kiln(b)).cpu(), torch.mm(a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_mm_of_transposed_and_sliced_inputs(dtype):
+    a, b = sample((6, 4), dtype), sample((8, 6), dtype, seed=1)
+    expected = torch.mm(a.t(), b[::2].t())            # transposed, and sliced + transposed
+    result = torch.mm(kiln(a).t(), kiln(b)[::2].t())
+    torch.testing.assert_close(result.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+@pytest.mark.parametrize("bias_shape", [(3, 5), (5,), (1, 5), (3, 1), ()])
+def test_addmm_broadcasts_the_bias_and_scales(dtype, bias_shape):
+    bias, a, b = sample(bias_shape, dtype), sample((3, 4), dtype, 1), sample((4, 5), dtype, 2)
+    beta, alpha = (2, 3) if dtype == torch.int64 else (0.5, 1.5)
+    expected = torch.addmm(bias, a, b, beta=beta, alpha=alpha)
+    result = torch.addmm(kiln(bias), kiln(a), kiln(b), beta=beta, alpha=alpha)
+    torch.testing.assert_close(result.cpu(), expected)
+
+
+def test_addmm_with_beta_zero_ignores_nan_in_the_bias():
+    bias = torch.full((2, 2), float("nan"))
+    a, b = sample((2, 3), torch.float32), sample((3, 2), torch.float32, 1)
+    result = torch.addmm(kiln(bias), kiln(a), kiln(b), beta=0)
+    torch.testing.assert_close(result.cpu(), a @ b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_bmm_and_baddbmm(dtype):
+    a, b = sample((2, 3, 4), dtype), sample((2, 4, 5), dtype, 1)
+    bias = sample((3, 5), dtype, 2)
+    torch.testing.assert_close(torch.bmm(kiln(a), kiln(b)).cpu(), torch.bmm(a, b))
+    torch.testing.assert_close(
+        torch.baddbmm(kiln(bias), kiln(a), kiln(b), beta=0.5, alpha=2).cpu(),
+        torch.baddbmm(bias, a, b, beta=0.5, alpha=2))
+    torch.testing.assert_close(torch.bmm(kiln(a).transpose(1, 2).contiguous().transpose(1, 2),
+                                         kiln(b)).cpu(), torch.bmm(a, b))
+
+
+def test_out_and_in_place_forms():
+    a, b = sample((3, 4), torch.float32), sample((4, 5), torch.float32, 1)
+    out = torch.empty(0, device="kiln")
+    torch.mm(kiln(a), kiln(b), out=out)
+    torch.testing.assert_close(out.cpu(), a @ b)
+    strided_out = torch.zeros(5, 3, device="kiln").t()
+    torch.mm(kiln(a), kiln(b), out=strided_out)
+    torch.testing.assert_close(strided_out.cpu(), a @ b)
+    accumulator = torch.ones(3, 5)
+    device_accumulator = kiln(accumulator)
+    device_accumulator.addmm_(kiln(a), kiln(b), alpha=2)
+    torch.testing.assert_close(device_accumulator.cpu(), accumulator.addmm(a, b, alpha=2))
+
+
+def test_composites_reach_the_library_path():
+    torch_kiln.clear_op_tracking()
+    x, weight, bias = sample((2, 3, 4), torch.float32), sample((5, 4), torch.float32, 1), \
+        sample((5,), torch.float32, 2)
+    torch.testing.assert_close(
+        torch.nn.functional.linear(kiln(x), kiln(weight), kiln(bias)).cpu(),
+        torch.nn.functional.linear(x, weight, bias))
+    torch.testing.assert_close(torch.matmul(kiln(x), kiln(weight).t()).cpu(),
+                               torch.matmul(x, weight.t()))
+    executed = torch_kiln.get_executed_ops()
+    assert any(paths.get("library") for paths in executed.values())
+    assert not any(name.startswith(("aten::mm", "aten::addmm", "aten::bmm"))
+                   for name in torch_kiln.get_fallback_ops())
+
+
+def test_bad_calls_raise_at_once_and_leave_the_output_untouched():
+    a, b = kiln(sample((3, 4), torch.float32)), kiln(sample((5, 6), torch.float32))
+    out = torch.full((3, 6), 7.0, device="kiln")
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(3x4 and 5x6\)"):
+        torch.mm(a, b, out=out)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.mm(a, kiln(sample((4, 2), torch.float64)))
+    with pytest.raises(RuntimeError, match="must be a matrix"):
+        torch.mm(a, kiln(sample((4,), torch.float32)))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.mm(a, kiln(sample((4, 6), torch.float32)), out=torch.empty(3, 6, dtype=torch.float64,
+                                                                           device="kiln"))
+    with pytest.raises(RuntimeError, match="must be broadcastable"):
+        torch.addmm(kiln(sample((4,), torch.float32)), a, kiln(sample((4, 6), torch.float32)))
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.mm(a, sample((4, 2), torch.float32))
+    torch.kiln.synchronize()
+    assert torch.equal(out.cpu(), torch.full((3, 6), 7.0))
+
+
+def test_large_matmul_is_queued_and_ordered():
+    a, b = sample((256, 256), torch.float32), sample((256, 256), torch.float32, 1)
+    device_a, device_b = kiln(a), kiln(b)
+    product = device_a @ device_b              # large: queued on the stream
+    product.add_(1)                            # ordered after it
+    torch.testing.assert_close(product.cpu(), a @ b + 1)

@@ -107,3 +107,31 @@ def test_a_queued_failure_surfaces_at_the_next_sync_and_the_stream_recovers():
         x.cpu()                                    # a copy to the host is a sync point
     x.add_(1)
     assert torch.equal(x.cpu(), torch.arange(4.0) + 1)
+
+
+def test_threads_on_their_own_streams_get_correct_results():
+    import threading
+
+    errors = []
+
+    def work(seed):
+        try:
+            with torch.kiln.stream(torch.kiln.Stream()):
+                generator = torch.Generator().manual_seed(seed)
+                for _ in range(50):
+                    a = torch.randn(64, 64, generator=generator)
+                    device = a.to("kiln")
+                    product = (device @ device).add_(1)
+                    torch.testing.assert_close(product.cpu(), a @ a + 1)
+                    device.fill_(2.0)
+                    assert torch.equal(device.cpu(), torch.full((64, 64), 2.0))
+        except Exception as error:  # reported below, with the thread's seed
+            errors.append((seed, repr(error)))
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    assert not errors, errors

@@ -120,3 +120,63 @@ def test_large_matmul_is_queued_and_ordered():
     product = device_a @ device_b              # large: queued on the stream
     product.add_(1)                            # ordered after it
     torch.testing.assert_close(product.cpu(), a @ b + 1)
+
+
+CONVOLUTIONS = [
+    ("conv1d", (2, 4, 9), dict(out_channels=6, kernel_size=3, stride=2, padding=1)),
+    ("conv2d", (2, 3, 8, 8), dict(out_channels=4, kernel_size=3, padding=1)),
+    ("conv2d groups dilation", (1, 4, 9, 9), dict(out_channels=8, kernel_size=3, dilation=2,
+                                                  groups=2)),
+    ("conv2d no bias", (2, 3, 7, 5), dict(out_channels=2, kernel_size=(3, 2), bias=False)),
+    ("conv3d", (1, 2, 5, 5, 5), dict(out_channels=3, kernel_size=2)),
+    ("conv_transpose2d", (2, 4, 5, 5), dict(out_channels=3, kernel_size=3, stride=2,
+                                            output_padding=1)),
+]
+
+
+def make_convolution(name, in_channels, options):
+    options = dict(options)
+    out_channels = options.pop("out_channels")
+    if name.startswith("conv_transpose2d"):
+        return torch.nn.ConvTranspose2d(in_channels, out_channels, **options)
+    layer = {"conv1d": torch.nn.Conv1d, "conv2d": torch.nn.Conv2d,
+             "conv3d": torch.nn.Conv3d}[name.split()[0]]
+    return layer(in_channels, out_channels, **options)
+
+
+@pytest.mark.parametrize("name,shape,options", CONVOLUTIONS, ids=[c[0] for c in CONVOLUTIONS])
+def test_convolution_forward_and_backward(name, shape, options):
+    torch.manual_seed(0)
+    layer = make_convolution(name, shape[1], options)
+    device_layer = make_convolution(name, shape[1], options).to("kiln")
+    device_layer.load_state_dict(layer.state_dict())
+    x = torch.randn(shape, requires_grad=True)
+    device_x = x.detach().to("kiln").requires_grad_()
+    torch_kiln.clear_op_tracking()
+    expected = layer(x)
+    result = device_layer(device_x)
+    torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-5)
+    expected.square().sum().backward()
+    result.square().sum().backward()
+    torch.testing.assert_close(device_x.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
+    for on_device, on_cpu in zip(device_layer.parameters(), layer.parameters()):
+        torch.testing.assert_close(on_device.grad.cpu(), on_cpu.grad, rtol=1e-4, atol=1e-5)
+    executed = torch_kiln.get_executed_ops()
+    assert executed["aten::convolution"] == {"library": 1}
+    assert executed["aten::convolution_backward"] == {"library": 1}
+
+
+def test_channels_last_convolution_keeps_its_layout():
+    x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    weight = torch.randn(4, 3, 3, 3)
+    result = torch.nn.functional.conv2d(kiln(x), kiln(weight), padding=1)
+    assert result.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(result.cpu(), torch.nn.functional.conv2d(x, weight, padding=1))
+
+
+def test_bad_convolution_raises_at_the_call():
+    # PyTorch's shape checks run on meta tensors before anything is queued.
+    with pytest.raises(RuntimeError, match="(?i)channel"):
+        torch.nn.functional.conv2d(torch.randn(1, 3, 5, 5, device="kiln"),
+                                   torch.randn(2, 4, 3, 3, device="kiln"))
+    assert torch.kiln.current_stream().query()

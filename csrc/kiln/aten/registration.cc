@@ -42,14 +42,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm.out", TORCH_FN(library::addmm_out));
   m.impl("bmm.out", TORCH_FN(library::bmm_out));
   m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
-}
-
-// Convolution is composite in ATen, but its decomposition sends any device it
-// does not know to convolution_overrideable, which the CPU does not implement.
-// Until Kiln has a library kernel for it, send the whole op to the CPU.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
-  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+  m.impl("convolution", TORCH_FN(library::convolution));
+  m.impl("convolution_backward", TORCH_FN(library::convolution_backward));
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -1,5 +1,5 @@
 // Library kernels: the op families a GPU backend hands to vendor libraries
-// (cuBLAS for the matmul family), run by PyTorch's own CPU libraries (MKL,
+// (cuBLAS for the matmul family, cuDNN for convolution), run by PyTorch's own CPU libraries (MKL,
 // oneDNN, OpenBLAS) on aliases of kiln device memory, queued on the stream.
 // Each records itself in op tracking under the path "library".
 //
@@ -11,6 +11,10 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
+#include <array>
+#include <optional>
+#include <tuple>
+
 namespace kiln::torch_integration::library {
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
@@ -20,5 +24,16 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
 at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                         const at::Tensor& batch2, const c10::Scalar& beta,
                         const c10::Scalar& alpha, at::Tensor& out);
+
+// convolution.cc
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
+                       const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                       c10::IntArrayRef output_padding, int64_t groups);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    at::OptionalIntArrayRef bias_sizes, c10::IntArrayRef stride, c10::IntArrayRef padding,
+    c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups,
+    std::array<bool, 3> output_mask);
 
 }  // namespace kiln::torch_integration::library

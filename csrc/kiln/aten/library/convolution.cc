@@ -1,0 +1,128 @@
+// Convolution forward and backward on the library path: PyTorch's CPU
+// convolution (oneDNN) over aliases of device memory, queued on the stream.
+//
+// ATen's composite convolution sends devices it does not know to
+// convolution_overrideable, so Kiln registers the top-level ops. Result shapes
+// come from running the op on meta tensors in the caller, which also applies
+// PyTorch's argument checks before anything is queued. CPU convolution has no
+// out= form, so the worker copies its result into the device outputs.
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+
+#include <vector>
+
+#include "kiln/aten/library/library_kernels.h"
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
+#include "kiln/c10/status_error.h"
+
+namespace kiln::torch_integration::library {
+namespace {
+
+at::Tensor meta_like(const at::Tensor& tensor) {
+  return at::empty_strided(tensor.sizes(), tensor.strides(),
+                           tensor.options().device(c10::kMeta));
+}
+
+std::optional<at::Tensor> meta_like(const std::optional<at::Tensor>& tensor) {
+  if (!tensor.has_value() || !tensor->defined()) return std::nullopt;
+  return meta_like(*tensor);
+}
+
+std::optional<at::Tensor> alias_of(const std::optional<at::Tensor>& tensor) {
+  if (!tensor.has_value() || !tensor->defined()) return std::nullopt;
+  return host_alias(*tensor);
+}
+
+// A kiln tensor shaped like the meta result, in the memory format the CPU
+// kernel picks for `like` (channels-last inputs give channels-last results).
+at::Tensor device_output(const at::Tensor& meta_result, const at::Tensor& like) {
+  if (!meta_result.defined()) return at::Tensor();
+  c10::MemoryFormat format = meta_result.dim() == like.dim() ? like.suggest_memory_format()
+                                                             : c10::MemoryFormat::Contiguous;
+  return at::empty(meta_result.sizes(), like.options().memory_format(format));
+}
+
+void check_device(const at::Tensor& first, const at::Tensor& other) {
+  TORCH_CHECK(other.device() == first.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              first.device(), " and ", other.device(), "! (in convolution)");
+}
+
+struct ConvolutionArguments {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed;
+  int64_t groups;
+};
+
+}  // namespace
+
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
+                       const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                       c10::IntArrayRef output_padding, int64_t groups) {
+  record_op("aten::convolution", OpPath::kLibrary);
+  check_device(input, weight);
+  if (bias.has_value() && bias->defined()) check_device(input, *bias);
+  at::Tensor meta_result = at::convolution(meta_like(input), meta_like(weight), meta_like(bias),
+                                           stride, padding, dilation, transposed, output_padding,
+                                           groups);
+  at::Tensor output = device_output(meta_result, input);
+  if (output.numel() == 0) return output;
+  // Owned copies: the work may run after this call returned.
+  ConvolutionArguments arguments{stride.vec(), padding.vec(), dilation.vec(),
+                                 output_padding.vec(), transposed, groups};
+  size_t bytes = input.nbytes() + weight.nbytes() + output.nbytes();
+  check_status(stream_of(output).launch("aten::convolution", bytes,
+      [input, weight, bias, output, arguments]() {
+        at::Tensor result = at::convolution(
+            host_alias(input), host_alias(weight), alias_of(bias), arguments.stride,
+            arguments.padding, arguments.dilation, arguments.transposed,
+            arguments.output_padding, arguments.groups);
+        host_alias(output).copy_(result);
+        return Status();
+      }));
+  return output;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    at::OptionalIntArrayRef bias_sizes, c10::IntArrayRef stride, c10::IntArrayRef padding,
+    c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups,
+    std::array<bool, 3> output_mask) {
+  record_op("aten::convolution_backward", OpPath::kLibrary);
+  check_device(input, weight);
+  check_device(input, grad_output);
+  auto [meta_input, meta_weight, meta_bias] = at::convolution_backward(
+      meta_like(grad_output), meta_like(input), meta_like(weight), bias_sizes, stride, padding,
+      dilation, transposed, output_padding, groups, output_mask);
+  at::Tensor grad_input = device_output(meta_input, input);
+  at::Tensor grad_weight = device_output(meta_weight, weight);
+  at::Tensor grad_bias = device_output(meta_bias, weight);
+  std::optional<std::vector<int64_t>> owned_bias_sizes;
+  if (bias_sizes.has_value()) owned_bias_sizes = bias_sizes->vec();
+  ConvolutionArguments arguments{stride.vec(), padding.vec(), dilation.vec(),
+                                 output_padding.vec(), transposed, groups};
+  size_t bytes = grad_output.nbytes() + input.nbytes() + weight.nbytes();
+  check_status(stream_of(input).launch("aten::convolution_backward", bytes,
+      [grad_output, input, weight, grad_input, grad_weight, grad_bias, owned_bias_sizes,
+       arguments, output_mask]() {
+        at::OptionalIntArrayRef sizes;
+        if (owned_bias_sizes.has_value()) sizes = *owned_bias_sizes;
+        auto [cpu_input, cpu_weight, cpu_bias] = at::convolution_backward(
+            host_alias(grad_output), host_alias(input), host_alias(weight), sizes,
+            arguments.stride, arguments.padding, arguments.dilation, arguments.transposed,
+            arguments.output_padding, arguments.groups, output_mask);
+        if (grad_input.defined() && grad_input.numel() > 0) host_alias(grad_input).copy_(cpu_input);
+        if (grad_weight.defined() && grad_weight.numel() > 0) {
+          host_alias(grad_weight).copy_(cpu_weight);
+        }
+        if (grad_bias.defined() && grad_bias.numel() > 0) host_alias(grad_bias).copy_(cpu_bias);
+        return Status();
+      }));
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace kiln::torch_integration::library

@@ -27,12 +27,6 @@ constexpr std::array<c10::DeleterFnPtr, sizeof...(Devices)> make_deleters(
 constexpr auto kDeleters =
     make_deleters(std::make_integer_sequence<int, Runtime::kMaxDevices>());
 
-int resolve_device(c10::DeviceIndex device) {
-  int index = device < 0 ? runtime().current_device() : device;
-  check_device_index(index);
-  return index;
-}
-
 void copy_stats(const StatArray& from, c10::CachingAllocator::StatArray& to) {
   for (size_t i = 0; i < from.size(); ++i) {
     to[i].current = from[i].current;
@@ -72,7 +66,7 @@ void DeviceAllocator::recordStream(const c10::DataPtr& data, c10::Stream stream)
 
 c10::CachingDeviceAllocator::DeviceStats DeviceAllocator::getDeviceStats(
     c10::DeviceIndex device) {
-  AllocatorStats stats = runtime().allocator(resolve_device(device)).stats();
+  AllocatorStats stats = runtime().allocator(resolve_device_index(device)).stats();
   c10::CachingDeviceAllocator::DeviceStats result;
   copy_stats(stats.allocation, result.allocation);
   copy_stats(stats.segment, result.segment);
@@ -89,15 +83,15 @@ c10::CachingDeviceAllocator::DeviceStats DeviceAllocator::getDeviceStats(
 }
 
 void DeviceAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
-  runtime().allocator(resolve_device(device)).reset_accumulated_stats();
+  runtime().allocator(resolve_device_index(device)).reset_accumulated_stats();
 }
 
 void DeviceAllocator::resetPeakStats(c10::DeviceIndex device) {
-  runtime().allocator(resolve_device(device)).reset_peak_stats();
+  runtime().allocator(resolve_device_index(device)).reset_peak_stats();
 }
 
 std::pair<size_t, size_t> DeviceAllocator::getMemoryInfo(c10::DeviceIndex device) {
-  CachingAllocator& allocator = runtime().allocator(resolve_device(device));
+  CachingAllocator& allocator = runtime().allocator(resolve_device_index(device));
   return {allocator.free_device_bytes(), allocator.capacity_bytes()};
 }
 

@@ -28,8 +28,7 @@ c10::Stream to_c10_stream(const Stream& stream) {
 
 Stream& current_runtime_stream(int device) {
   Runtime& kiln = runtime();
-  if (device < 0) device = kiln.current_device();
-  return kiln.current_stream(device);
+  return kiln.current_stream(device < 0 ? kiln.current_device() : device);
 }
 
 c10::Device DeviceGuardImpl::exchangeDevice(c10::Device device) const {
@@ -76,28 +75,20 @@ c10::DeviceCapability DeviceGuardImpl::getDeviceCapability(c10::Device device) c
 }
 
 void DeviceGuardImpl::synchronizeDevice(c10::DeviceIndex device_index) const {
-  int device = device_index < 0 ? runtime().current_device() : device_index;
-  check_device_index(device);
-  check_status(runtime().synchronize_device(device));
+  check_status(runtime().synchronize_device(resolve_device_index(device_index)));
 }
 
 c10::Stream DeviceGuardImpl::getStream(c10::Device device) const {
-  int index = device.has_index() ? device.index() : runtime().current_device();
-  check_device_index(index);
-  return to_c10_stream(runtime().current_stream(index));
+  return to_c10_stream(runtime().current_stream(resolve_device_index(device.index())));
 }
 
 c10::Stream DeviceGuardImpl::getDefaultStream(c10::Device device) const {
-  int index = device.has_index() ? device.index() : runtime().current_device();
-  check_device_index(index);
-  return to_c10_stream(runtime().default_stream(index));
+  return to_c10_stream(runtime().default_stream(resolve_device_index(device.index())));
 }
 
 c10::Stream DeviceGuardImpl::getStreamFromGlobalPool(c10::Device device,
                                                      bool /*high_priority*/) const {
-  int index = device.has_index() ? device.index() : runtime().current_device();
-  check_device_index(index);
-  return to_c10_stream(runtime().next_pool_stream(index));
+  return to_c10_stream(runtime().next_pool_stream(resolve_device_index(device.index())));
 }
 
 c10::Stream DeviceGuardImpl::getNewStream(c10::Device device, int /*priority*/) const {

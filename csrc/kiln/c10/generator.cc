@@ -78,15 +78,12 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
           at::make_generator<KilnGenerator>(static_cast<c10::DeviceIndex>(index)));
     }
   });
-  int index = device < 0 ? runtime().current_device() : device;
-  check_device_index(index);
-  return generators[index];
+  return generators[resolve_device_index(device)];
 }
 
 at::Generator new_generator(c10::DeviceIndex device) {
-  int index = device < 0 ? runtime().current_device() : device;
-  check_device_index(index);
-  return at::make_generator<KilnGenerator>(static_cast<c10::DeviceIndex>(index));
+  return at::make_generator<KilnGenerator>(
+      static_cast<c10::DeviceIndex>(resolve_device_index(device)));
 }
 
 }  // namespace kiln::torch_integration

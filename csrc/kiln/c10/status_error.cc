@@ -34,4 +34,10 @@ Runtime& runtime() {
 
 void check_device_index(int device) { check_status(runtime().check_device(device)); }
 
+int resolve_device_index(int device) {
+  int index = device < 0 ? runtime().current_device() : device;
+  check_device_index(index);
+  return index;
+}
+
 }  // namespace kiln::torch_integration

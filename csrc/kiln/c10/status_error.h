@@ -28,5 +28,7 @@ Runtime& runtime();
 
 // Checks that `device` is a valid index; throws naming the valid range.
 void check_device_index(int device);
+// `device`, or the current device when it is negative, checked.
+int resolve_device_index(int device);
 
 }  // namespace kiln::torch_integration

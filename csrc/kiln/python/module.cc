@@ -16,12 +16,6 @@ namespace {
 
 namespace py = pybind11;
 
-int device_or_current(int device) {
-  int index = device < 0 ? runtime().current_device() : device;
-  check_device_index(index);
-  return index;
-}
-
 void add_stat_array(py::dict& result, const std::string& name,
                     const c10::CachingAllocator::StatArray& stats) {
   static const char* const kPools[] = {"all", "small_pool", "large_pool"};
@@ -37,7 +31,7 @@ void add_stat_array(py::dict& result, const std::string& name,
 // The keys torch.cuda.memory_stats() reports, for the stats Kiln keeps.
 py::dict memory_stats(int device) {
   c10::CachingDeviceAllocator::DeviceStats stats =
-      device_allocator().getDeviceStats(static_cast<c10::DeviceIndex>(device_or_current(device)));
+      device_allocator().getDeviceStats(static_cast<c10::DeviceIndex>(resolve_device_index(device)));
   py::dict result;
   add_stat_array(result, "allocation", stats.allocation);
   add_stat_array(result, "segment", stats.segment);
@@ -54,7 +48,7 @@ py::dict memory_stats(int device) {
 }
 
 py::dict device_properties(int device) {
-  DeviceProperties properties = runtime().driver().properties(device_or_current(device));
+  DeviceProperties properties = runtime().driver().properties(resolve_device_index(device));
   py::dict result;
   result["name"] = properties.name;
   result["total_memory"] = properties.total_memory;
@@ -102,7 +96,7 @@ PYBIND11_MODULE(_C, module) {
     return previous;
   });
   module.def("_synchronize", [](int device) {
-    int index = device_or_current(device);
+    int index = resolve_device_index(device);
     py::gil_scoped_release no_gil;
     check_status(runtime().synchronize_device(index));
   });
@@ -111,15 +105,15 @@ PYBIND11_MODULE(_C, module) {
   module.def("_memory_stats", &memory_stats);
   module.def("_empty_cache", [] { device_allocator().emptyCache(); });
   module.def("_reset_peak_memory_stats", [](int device) {
-    device_allocator().resetPeakStats(static_cast<c10::DeviceIndex>(device_or_current(device)));
+    device_allocator().resetPeakStats(static_cast<c10::DeviceIndex>(resolve_device_index(device)));
   });
   module.def("_reset_accumulated_memory_stats", [](int device) {
     device_allocator().resetAccumulatedStats(
-        static_cast<c10::DeviceIndex>(device_or_current(device)));
+        static_cast<c10::DeviceIndex>(resolve_device_index(device)));
   });
   module.def("_mem_get_info", [](int device) {
     return device_allocator().getMemoryInfo(
-        static_cast<c10::DeviceIndex>(device_or_current(device)));
+        static_cast<c10::DeviceIndex>(resolve_device_index(device)));
   });
   module.def("_host_memory_stats", [] {
     PinnedHostStats stats = runtime().pinned_host_allocator().stats();
@@ -134,7 +128,7 @@ PYBIND11_MODULE(_C, module) {
 
   module.def("_get_default_generator", [](int device) {
     const at::Generator& generator =
-        default_generator(static_cast<c10::DeviceIndex>(device_or_current(device)));
+        default_generator(static_cast<c10::DeviceIndex>(resolve_device_index(device)));
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator));
   });
 

@@ -15,9 +15,7 @@ namespace {
 constexpr c10::DispatchKeySet kKilnKeys{c10::DispatchKey::PrivateUse1};
 
 c10::Device resolve_device(std::optional<c10::Device> device) {
-  int index = device.has_value() && device->has_index() ? device->index()
-                                                        : runtime().current_device();
-  check_device_index(index);
+  int index = resolve_device_index(device.has_value() ? device->index() : -1);
   return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index));
 }
 

@@ -82,31 +82,22 @@ void copy_within_device(const at::Tensor& source, const at::Tensor& destination)
   }));
 }
 
-void copy_host_to_device(const at::Tensor& source, const at::Tensor& destination,
-                         bool non_blocking) {
-  Stream& stream = stream_of(destination);
-  if (non_blocking && is_pinned(source)) {
-    check_status(stream.enqueue("aten::copy_", [source, destination]() {
-      return copy_elements(source, destination, Direction::kHostToDevice);
+// A copy between the host and the device: queued when non_blocking and the
+// host side is pinned, otherwise run in stream order while the host waits.
+void copy_across_host(const at::Tensor& source, const at::Tensor& destination,
+                      bool non_blocking) {
+  bool to_device = is_kiln(destination);
+  const at::Tensor& host_side = to_device ? source : destination;
+  Stream& stream = stream_of(to_device ? destination : source);
+  Direction direction = to_device ? Direction::kHostToDevice : Direction::kDeviceToHost;
+  if (non_blocking && is_pinned(host_side)) {
+    check_status(stream.enqueue("aten::copy_", [source, destination, direction]() {
+      return copy_elements(source, destination, direction);
     }));
     return;
   }
   check_status(stream.run_synchronously("aten::copy_", [&]() {
-    return copy_elements(source, destination, Direction::kHostToDevice);
-  }));
-}
-
-void copy_device_to_host(const at::Tensor& source, const at::Tensor& destination,
-                         bool non_blocking) {
-  Stream& stream = stream_of(source);
-  if (non_blocking && is_pinned(destination)) {
-    check_status(stream.enqueue("aten::copy_", [source, destination]() {
-      return copy_elements(source, destination, Direction::kDeviceToHost);
-    }));
-    return;
-  }
-  check_status(stream.run_synchronously("aten::copy_", [&]() {
-    return copy_elements(source, destination, Direction::kDeviceToHost);
+    return copy_elements(source, destination, direction);
   }));
 }
 
@@ -124,10 +115,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool
   if (destination.numel() == 0) return destination;
   if (is_kiln(self) && is_kiln(destination)) {
     copy_within_device(self, destination);
-  } else if (is_kiln(destination)) {
-    copy_host_to_device(self, destination, non_blocking);
   } else {
-    copy_device_to_host(self, destination, non_blocking);
+    copy_across_host(self, destination, non_blocking);
   }
   return destination;
 }

@@ -18,21 +18,6 @@ Stream::~Stream() {
   if (worker_.joinable()) worker_.join();
 }
 
-namespace {
-
-// Work must not throw, but a third-party library call inside it might. Turn an
-// escaped exception into a Status rather than terminating the process.
-Status run_work(const Stream::Work& work) {
-  try {
-    return work();
-  } catch (const std::exception& error) {
-    return internal_error(error.what());
-  } catch (...) {
-    return internal_error("unknown exception");
-  }
-}
-
-}  // namespace
 
 // How long an idle worker polls for new work before it sleeps. Launches come in
 // bursts (one per op of a model step); waking a sleeping thread costs a system
@@ -76,7 +61,7 @@ Status Stream::run_synchronously(const char* name, const Work& work) {
   if (!earlier.ok()) return earlier;
   caller_busy_ = true;
   lock.unlock();
-  Status status = run_work(work);
+  Status status = run_inline(work);
   end_inline();
   return status.ok() ? status : with_stream_context(name, status);
 }
@@ -143,7 +128,7 @@ void Stream::worker_loop() {
     Status failure;
     const char* failed_name = nullptr;
     for (Item& item : batch) {
-      Status status = run_work(item.work);
+      Status status = run_inline(item.work);
       // Release what the work captured (tensors whose deleters may free memory
       // and enqueue onto streams) before taking the lock again.
       item.work = nullptr;

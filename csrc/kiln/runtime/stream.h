@@ -19,8 +19,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -86,12 +86,16 @@ class Stream {
   // queued or running, or a failure is pending.
   bool try_begin_inline();
   void end_inline();
+  // Runs work in the calling thread. Work must not throw, but a library call
+  // inside it might: an escaped exception becomes a Status, not a terminate.
   template <typename Function>
   static Status run_inline(Function& work) {
     try {
       return work();
     } catch (const std::exception& error) {
       return internal_error(error.what());
+    } catch (...) {
+      return internal_error("unknown exception");
     }
   }
 

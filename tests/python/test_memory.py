@@ -84,7 +84,15 @@ def test_cache_is_freed_before_declaring_out_of_memory():
 
 
 def test_pinned_host_memory():
-    host = torch.empty(4096).pin_memory()
+    torch.kiln.empty_host_cache()
+    before = torch.kiln.host_memory_stats()
+    host = torch.empty(4096).pin_memory()                 # 16 KiB
     assert host.is_pinned()
     assert not torch.empty(16).is_pinned()
     assert torch.empty(16, pin_memory=True).is_pinned()
+    during = torch.kiln.host_memory_stats()
+    assert during["allocated_bytes"] >= before["allocated_bytes"] + 16384
+    del host
+    assert torch.kiln.host_memory_stats()["allocated_bytes"] < during["allocated_bytes"]
+    torch.kiln.empty_host_cache()
+    assert torch.kiln.host_memory_stats()["reserved_bytes"] <= during["reserved_bytes"] - 16384

@@ -11,6 +11,8 @@ import torch
 from .. import _C
 from .memory import (
     empty_cache,
+    empty_host_cache,
+    host_memory_stats,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -37,8 +39,8 @@ from ._device import _device_index, _lazy_init
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device",
-    "device_count", "device_of", "empty_cache", "get_amp_supported_dtype", "get_device_name",
-    "get_device_properties", "get_rng_state", "get_rng_state_all", "init", "initial_seed",
+    "device_count", "device_of", "empty_cache", "empty_host_cache", "get_amp_supported_dtype", "get_device_name",
+    "get_device_properties", "get_rng_state", "get_rng_state_all", "host_memory_stats", "init", "initial_seed",
     "is_available", "is_bf16_supported", "is_initialized", "manual_seed", "manual_seed_all",
     "max_memory_allocated", "max_memory_reserved", "mem_get_info", "memory_allocated",
     "memory_reserved", "memory_stats", "memory_summary", "reset_accumulated_memory_stats",

@@ -42,6 +42,19 @@ def empty_cache():
         _C._empty_cache()
 
 
+def host_memory_stats():
+    """The pinned host allocator's statistics: allocated_bytes and allocations
+    (live), reserved_bytes and segments (live and cached)."""
+    _lazy_init()
+    return dict(_C._host_memory_stats())
+
+
+def empty_host_cache():
+    """Returns cached pinned host memory whose streams are done with it."""
+    if _C._is_initialized():
+        _C._host_empty_cache()
+
+
 def mem_get_info(device=None):
     """``(free, total)`` bytes of ``device``'s capacity."""
     _lazy_init()

@@ -230,6 +230,65 @@ TEST_F(ConfigFromEnvironment, BadValuesFallBackToDefaultsAndAreReported) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST_F(ConfigFromEnvironment, ReadsTheKernelCacheVariables) {
+  EXPECT_EXIT(
+      {
+        setenv("KILN_CACHE_DIR", "/tmp/kiln-config-test-cache", 1);
+        setenv("KILN_CACHE_SIZE", "64MiB", 1);
+        setenv("KILN_DISABLE_DISK_CACHE", "1", 1);
+        setenv("KILN_DUMP_DIR", "/tmp/kiln-config-test-dump", 1);
+        const Config& settings = config();
+        bool good = settings.cache_dir() == "/tmp/kiln-config-test-cache" &&
+                    settings.cache_size_bytes() == (uint64_t{64} << 20) &&
+                    settings.disk_cache_disabled() &&
+                    settings.dump_dir() == "/tmp/kiln-config-test-dump" &&
+                    settings.problems().empty();
+        if (!good) std::fprintf(stderr, "unexpected config: %s\n", settings.problems().c_str());
+        std::_Exit(good ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(ConfigFromEnvironment, KernelCacheDefaultsFollowXdgAndHome) {
+  EXPECT_EXIT(
+      {
+        for (const char* name : {"KILN_CACHE_DIR", "KILN_CACHE_SIZE", "KILN_DISABLE_DISK_CACHE",
+                                 "KILN_DUMP_DIR"}) {
+          unsetenv(name);
+        }
+        setenv("XDG_CACHE_HOME", "/tmp/kiln-xdg", 1);
+        const Config& settings = config();
+        bool good = settings.cache_dir() == "/tmp/kiln-xdg/kiln" &&
+                    settings.cache_size_bytes() == (uint64_t{1} << 30) &&
+                    !settings.disk_cache_disabled() && settings.dump_dir().empty() &&
+                    settings.problems().empty();
+        std::_Exit(good ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        unsetenv("KILN_CACHE_DIR");
+        unsetenv("XDG_CACHE_HOME");
+        setenv("HOME", "/tmp/kiln-home", 1);
+        std::_Exit(config().cache_dir() == "/tmp/kiln-home/.cache/kiln" ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(ConfigFromEnvironment, BadCacheSizeIsReported) {
+  EXPECT_EXIT(
+      {
+        setenv("KILN_CACHE_SIZE", "huge", 1);
+        setenv("KILN_DISABLE_DISK_CACHE", "0", 1);
+        const Config& settings = config();
+        bool good = settings.cache_size_bytes() == (uint64_t{1} << 30) &&
+                    !settings.disk_cache_disabled() &&
+                    settings.problems().find("KILN_CACHE_SIZE") != std::string::npos;
+        std::_Exit(good ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(ConfigFromEnvironment, ZeroDevicesIsAllowed) {
   EXPECT_EXIT(
       {

@@ -1,5 +1,6 @@
 #include "kiln/base/config.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -26,6 +27,19 @@ uint64_t physical_memory_bytes() {
   long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return uint64_t{8} << 30;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+// $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln (HOME from the password
+// database when unset), else a folder in /tmp.
+std::string default_cache_dir() {
+  const char* xdg = read_env("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/kiln";
+  const char* home = read_env("HOME");
+  if (home == nullptr) {
+    if (const passwd* entry = getpwuid(getuid())) home = entry->pw_dir;
+  }
+  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/kiln";
+  return "/tmp/kiln-cache-" + std::to_string(getuid());
 }
 
 }  // namespace
@@ -119,6 +133,17 @@ Config::Config() {
     else note("KILN_FLOAT64", policy.status());
   }
   if (const char* value = read_env("KILN_CC")) c_compiler_ = value;
+  cache_dir_ = default_cache_dir();
+  if (const char* value = read_env("KILN_CACHE_DIR")) cache_dir_ = value;
+  if (const char* value = read_env("KILN_CACHE_SIZE")) {
+    StatusOr<uint64_t> bytes = parse_byte_size(value);
+    if (bytes.ok()) cache_size_bytes_ = bytes.value();
+    else note("KILN_CACHE_SIZE", bytes.status());
+  }
+  if (const char* value = read_env("KILN_DISABLE_DISK_CACHE")) {
+    disk_cache_disabled_ = std::string_view(value) != "0";
+  }
+  if (const char* value = read_env("KILN_DUMP_DIR")) dump_dir_ = value;
   if (const char* value = read_env("KILN_LOG_LEVEL")) {
     std::string level = lower(value);
     if (level == "error") log_level_ = LogLevel::kError;

@@ -49,6 +49,19 @@ class Config {
   LogLevel log_level() const { return log_level_; }
   // KILN_CC: the C compiler that builds kernels (default "cc", found on PATH).
   const std::string& c_compiler() const { return c_compiler_; }
+  // KILN_CACHE_DIR: root of Kiln's on-disk caches; compiled kernels live in its
+  // kernels/ folder. Default $XDG_CACHE_HOME/kiln (when absolute), else
+  // $HOME/.cache/kiln.
+  const std::string& cache_dir() const { return cache_dir_; }
+  // KILN_CACHE_SIZE: bound on the kernel cache's size on disk (a byte size as
+  // for KILN_DEVICE_MEMORY; default 1GiB). Least recently used kernels go first.
+  uint64_t cache_size_bytes() const { return cache_size_bytes_; }
+  // KILN_DISABLE_DISK_CACHE=1: compile kernels in a private temporary folder
+  // and neither read nor write the cache folder.
+  bool disk_cache_disabled() const { return disk_cache_disabled_; }
+  // KILN_DUMP_DIR: when set, the IR and C source of every kernel loaded are
+  // written there. Empty when unset.
+  const std::string& dump_dir() const { return dump_dir_; }
 
   // Problems found while reading the environment (an unparsable value, which
   // was replaced by the default). Empty when all was well.
@@ -66,6 +79,10 @@ class Config {
   std::atomic<int> float64_policy_{0};  // Float64Policy
   LogLevel log_level_ = LogLevel::kWarning;
   std::string c_compiler_ = "cc";
+  std::string cache_dir_;
+  uint64_t cache_size_bytes_ = uint64_t{1} << 30;
+  bool disk_cache_disabled_ = false;
+  std::string dump_dir_;
   std::string problems_;
 };
 

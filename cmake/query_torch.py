@@ -1,9 +1,13 @@
 """Writes the installed torch's build paths as CMake set() commands."""
+import os
 import sys
 import sysconfig
 
-import torch
-import torch.utils.cpp_extension as extension
+# Loading torch must not load Kiln: the extension being configured may not
+# exist yet, or the installed one may point at another clone.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+import torch  # noqa: E402
+import torch.utils.cpp_extension as extension  # noqa: E402
 
 
 def cmake_list(values):

@@ -3,6 +3,9 @@
 # clone and reused while its torch and requirements match), and the build.
 # A second run only re-checks and rebuilds what changed.
 set -euo pipefail
+# Setup imports torch before Kiln is built or while the installed Kiln points at
+# another clone: keep torch from autoloading it.
+export TORCH_DEVICE_BACKEND_AUTOLOAD=0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${KILN_VENV:-$HOME/.cache/kiln/venv}"

@@ -5,6 +5,10 @@ Op tracking:
     get_executed_ops()  every ATen op that ran on the device, by path
     get_fallback_ops()  the ops that ran on the CPU through the fallback
     clear_op_tracking()
+
+Kernel compiler:
+    compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
+    reset_compiler_stats()
 """
 import os
 import sys
@@ -26,14 +30,17 @@ import torch
 
 from . import _C
 from ._registration import register as _register
+from .compiler import compiler_stats, reset_compiler_stats
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
 
 __all__ = [
     "clear_op_tracking",
+    "compiler_stats",
     "get_executed_ops",
     "get_fallback_mode",
     "get_fallback_ops",
+    "reset_compiler_stats",
     "set_fallback_mode",
 ]
 

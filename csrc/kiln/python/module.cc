@@ -10,6 +10,7 @@
 #include "kiln/c10/generator.h"
 #include "kiln/c10/host_allocator.h"
 #include "kiln/c10/status_error.h"
+#include "kiln/compiler/kernel_cache.h"
 
 namespace kiln::torch_integration {
 namespace {
@@ -146,6 +147,18 @@ PYBIND11_MODULE(_C, module) {
   });
   module.def("_executed_ops", &executed_ops);
   module.def("_clear_op_tracking", &clear_op_tracking);
+  module.def("_compiler_stats", [] {
+    CompilerStats stats = KernelCache::instance().stats();
+    py::dict result;
+    result["kernels_compiled"] = stats.kernels_compiled;
+    result["memory_hits"] = stats.memory_hits;
+    result["disk_hits"] = stats.disk_hits;
+    result["compile_seconds"] = stats.compile_seconds;
+    result["compile_failures"] = stats.compile_failures;
+    result["disk_evictions"] = stats.disk_evictions;
+    return result;
+  });
+  module.def("_reset_compiler_stats", [] { KernelCache::instance().reset_stats(); });
 }
 
 }  // namespace kiln::torch_integration

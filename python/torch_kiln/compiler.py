@@ -1,0 +1,20 @@
+"""Statistics of the kernel compiler and its cache (docs/kernel_cache.md)."""
+from . import _C
+
+
+def compiler_stats():
+    """Counters of the process-wide kernel cache, as a dict:
+
+    kernels_compiled  kernels the C compiler built
+    memory_hits       kernel look-ups served from this process's memory
+    disk_hits         kernels loaded from the on-disk cache
+    compile_seconds   wall time spent in the C compiler (float)
+    compile_failures  kernels that failed to compile or load
+    disk_evictions    cache entries removed to stay under KILN_CACHE_SIZE
+    """
+    return _C._compiler_stats()
+
+
+def reset_compiler_stats():
+    """Sets every counter of compiler_stats() back to zero."""
+    _C._reset_compiler_stats()

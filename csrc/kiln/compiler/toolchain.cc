@@ -108,7 +108,8 @@ Status Toolchain::compile(const std::string& source_path, const std::string& out
   if (!temporary.ok()) return temporary.status();
   std::vector<std::string> arguments = {compiler_};
   arguments.insert(arguments.end(), flags_.begin(), flags_.end());
-  arguments.insert(arguments.end(), {"-o", temporary.value(), source_path});
+  // libm after the source: kernels call its functions (exp, log, ...).
+  arguments.insert(arguments.end(), {"-o", temporary.value(), source_path, "-lm"});
   std::string diagnostics;
   StatusOr<int> exit_code = run_process(arguments, diagnostics);
   if (!exit_code.ok() || exit_code.value() != 0) {

@@ -1,0 +1,667 @@
+#include "kiln/compiler/codegen/c_source.h"
+
+#include <sstream>
+#include <vector>
+
+#include "kiln/compiler/codegen/prelude.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/verifier.h"
+
+namespace kiln::codegen {
+namespace {
+
+using ir::DType;
+using ir::Kernel;
+using ir::Layout;
+using ir::Node;
+using ir::OpCode;
+using ir::ReduceOp;
+using ir::ValueId;
+
+// Lanes of a row reduction, and outputs per block of a column reduction.
+constexpr int kLanes = 16;
+constexpr int kColumnBlock = 64;
+
+const char* compute_type(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return "_Bool";
+    case DType::kUInt8: return "uint8_t";
+    case DType::kInt8: return "int8_t";
+    case DType::kInt16: return "int16_t";
+    case DType::kInt32: return "int32_t";
+    case DType::kInt64: return "int64_t";
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat32: return "float";
+    case DType::kFloat64: return "double";
+  }
+  return "void";
+}
+
+const char* storage_type(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return "uint8_t";
+    case DType::kFloat16:
+    case DType::kBFloat16: return "uint16_t";
+    default: return compute_type(dtype);
+  }
+}
+
+// The helper-name suffix of a compute dtype, e.g. kiln_floordiv_i32.
+const char* helper_suffix(DType dtype) { return ir::dtype_name(dtype); }
+
+// The suffix of C's float math builtins: expf for float, exp for double.
+const char* math_suffix(DType dtype) { return dtype == DType::kFloat64 ? "" : "f"; }
+
+// The unsigned type with the width of an integer dtype, for wrapping arithmetic.
+const char* unsigned_type(DType dtype) {
+  switch (dtype) {
+    case DType::kInt32: return "uint32_t";
+    case DType::kInt64: return "uint64_t";
+    default: return nullptr;  // narrower types promote to int and are truncated on assignment
+  }
+}
+
+std::string value(ValueId id) { return "v" + std::to_string(id); }
+
+std::string real_literal(double number, DType dtype) {
+  if (number != number) return dtype == DType::kFloat64 ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
+  if (number == __builtin_inf()) return dtype == DType::kFloat64 ? "__builtin_inf()" : "__builtin_inff()";
+  if (number == -__builtin_inf()) return dtype == DType::kFloat64 ? "(-__builtin_inf())" : "(-__builtin_inff())";
+  std::ostringstream text;
+  text.precision(17);
+  text << "((" << compute_type(dtype) << ")" << number << ")";
+  return text.str();
+}
+
+// Converts C expression `text` of compute dtype `from` into compute dtype `to`.
+std::string convert(const std::string& text, DType from, DType to) {
+  if (from == to) return text;
+  if (to == DType::kBool) return "((" + text + ") != 0)";
+  return "((" + std::string(compute_type(to)) + ")(" + text + "))";
+}
+
+// Identity of each reduction, in the accumulator's compute type.
+std::string reduce_identity(ReduceOp op, DType dtype) {
+  bool floating = ir::is_floating(dtype);
+  switch (op) {
+    case ReduceOp::kSum: return "0";
+    case ReduceOp::kProduct: return "1";
+    case ReduceOp::kAny: return "0";
+    case ReduceOp::kAll: return "1";
+    case ReduceOp::kMax:
+    case ReduceOp::kArgMax:
+      if (floating) return dtype == DType::kFloat64 ? "(-__builtin_inf())" : "(-__builtin_inff())";
+      switch (dtype) {
+        case DType::kBool:
+        case DType::kUInt8: return "0";
+        case DType::kInt8: return "INT8_MIN";
+        case DType::kInt16: return "INT16_MIN";
+        case DType::kInt32: return "INT32_MIN";
+        default: return "INT64_MIN";
+      }
+    case ReduceOp::kMin:
+    case ReduceOp::kArgMin:
+      if (floating) return dtype == DType::kFloat64 ? "__builtin_inf()" : "__builtin_inff()";
+      switch (dtype) {
+        case DType::kBool: return "1";
+        case DType::kUInt8: return "UINT8_MAX";
+        case DType::kInt8: return "INT8_MAX";
+        case DType::kInt16: return "INT16_MAX";
+        case DType::kInt32: return "INT32_MAX";
+        default: return "INT64_MAX";
+      }
+  }
+  return "0";
+}
+
+// `accumulator = accumulator (op) element` as a C statement.
+std::string reduce_step(ReduceOp op, DType dtype, const std::string& accumulator,
+                        const std::string& element) {
+  bool floating = ir::is_floating(dtype);
+  const char* wide = unsigned_type(dtype);
+  switch (op) {
+    case ReduceOp::kSum:
+      if (wide) return accumulator + " = (" + compute_type(dtype) + ")((" + wide + ")" + accumulator + " + (" + wide + ")" + element + ");";
+      return accumulator + " = " + accumulator + " + " + element + ";";
+    case ReduceOp::kProduct:
+      if (wide) return accumulator + " = (" + compute_type(dtype) + ")((" + wide + ")" + accumulator + " * (" + wide + ")" + element + ");";
+      return accumulator + " = " + accumulator + " * " + element + ";";
+    case ReduceOp::kMax:
+      if (floating) return accumulator + " = (" + element + " != " + element + " || " + element + " > " + accumulator + ") ? " + element + " : " + accumulator + ";";
+      return accumulator + " = " + element + " > " + accumulator + " ? " + element + " : " + accumulator + ";";
+    case ReduceOp::kMin:
+      if (floating) return accumulator + " = (" + element + " != " + element + " || " + element + " < " + accumulator + ") ? " + element + " : " + accumulator + ";";
+      return accumulator + " = " + element + " < " + accumulator + " ? " + element + " : " + accumulator + ";";
+    case ReduceOp::kAny: return accumulator + " = " + accumulator + " | " + element + ";";
+    case ReduceOp::kAll: return accumulator + " = " + accumulator + " & " + element + ";";
+    default: return "";
+  }
+}
+
+// Whether `element` (at position `position`) should replace the best value so
+// far of an argmax/argmin: strictly better, or the first NaN.
+std::string arg_better(ReduceOp op, DType dtype, const std::string& element,
+                       const std::string& best, const std::string& best_index) {
+  std::string compare = element + (op == ReduceOp::kArgMax ? " > " : " < ") + best;
+  std::string text = best_index + " < 0 || " + compare;
+  if (ir::is_floating(dtype)) {
+    text += " || (" + element + " != " + element + " && " + best + " == " + best + ")";
+  }
+  return text;
+}
+
+class Emitter {
+ public:
+  explicit Emitter(const Kernel& kernel) : kernel_(kernel) {}
+
+  std::string run(const std::string& entry) {
+    out_ << c_prelude() << "\n/*\n" << ir::print(kernel_) << "*/\n";
+    out_ << "KILN_EXPORT void " << entry
+         << "(const kiln_launch_args* args, int64_t begin, int64_t end) {\n";
+    if (kernel_.kind == ir::KernelKind::kPointwise) {
+      emit_pointwise();
+    } else if (kernel_.reduction.op == ReduceOp::kArgMax || kernel_.reduction.op == ReduceOp::kArgMin) {
+      kernel_.reduction.inner ? emit_arg_reduction_inner() : emit_reduction_outer();
+    } else {
+      kernel_.reduction.inner ? emit_reduction_inner() : emit_reduction_outer();
+    }
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  int input_count() const { return static_cast<int>(kernel_.inputs.size()); }
+  int operand_count() const { return input_count() + static_cast<int>(kernel_.outputs.size()); }
+  const ir::Operand& operand(int index) const {
+    return index < input_count() ? kernel_.inputs[index] : kernel_.outputs[index - input_count()];
+  }
+  std::string pointer(int index) const { return "p" + std::to_string(index); }
+  std::string offset(int index) const { return "o" + std::to_string(index); }
+  std::string stride(int index) const { return "s" + std::to_string(index); }
+
+  // The element of operand `index` at position `position` of the vectorised dim.
+  std::string element(int index, const std::string& position) const {
+    switch (operand(index).layout) {
+      case Layout::kContiguous: return pointer(index) + "[" + position + "]";
+      case Layout::kBroadcast: return pointer(index) + "[0]";
+      case Layout::kStrided: return pointer(index) + "[(" + position + ") * " + stride(index) + "]";
+    }
+    return "";
+  }
+
+  std::string load_conversion(DType storage, const std::string& text) const {
+    switch (storage) {
+      case DType::kFloat16: return "kiln_load_f16(" + text + ")";
+      case DType::kBFloat16: return "kiln_load_bf16(" + text + ")";
+      case DType::kBool: return "(" + text + " != 0)";
+      default: return text;
+    }
+  }
+
+  std::string store_conversion(DType storage, DType from, const std::string& text) const {
+    switch (storage) {
+      case DType::kFloat16: return "kiln_store_f16(" + convert(text, from, DType::kFloat32) + ")";
+      case DType::kBFloat16: return "kiln_store_bf16(" + convert(text, from, DType::kFloat32) + ")";
+      case DType::kBool: return "(uint8_t)((" + text + ") != 0)";
+      default: return convert(text, from, storage);
+    }
+  }
+
+  // Declares pointers (and strides of strided operands) for every operand from
+  // their offsets o<k>.
+  void declare_pointers(const std::string& indent, int vector_dim) {
+    for (int index = 0; index < operand_count(); ++index) {
+      bool is_input = index < input_count();
+      out_ << indent << (is_input ? "const " : "") << storage_type(operand(index).dtype) << "* "
+           << pointer(index) << " = (" << (is_input ? "const " : "")
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + "
+           << offset(index) << ";\n";
+    }
+  }
+
+  void declare_strides(int vector_dim) {
+    for (int index = 0; index < operand_count(); ++index) {
+      if (operand(index).layout == Layout::kStrided) {
+        out_ << "  const int64_t " << stride(index) << " = args->strides[" << index << "]["
+             << vector_dim << "];\n";
+      }
+    }
+  }
+
+  // Adds `coordinate * stride` along `dim` to every operand's offset.
+  void add_offsets(const std::string& indent, const std::string& coordinate, int dim,
+                   bool inputs_only) {
+    int count = inputs_only ? input_count() : operand_count();
+    for (int index = 0; index < count; ++index) {
+      out_ << indent << offset(index) << " += " << coordinate << " * args->strides[" << index
+           << "][" << dim << "];\n";
+    }
+  }
+
+  void zero_offsets(const std::string& indent, const std::string& initial_prefix = "") {
+    for (int index = 0; index < operand_count(); ++index) {
+      out_ << indent << "int64_t " << offset(index) << " = 0;\n";
+    }
+  }
+
+  // Emits the nodes marked in `needed`, in order, as constant C declarations.
+  // `position` is the C expression of the current position along the vectorised
+  // dim; `linear` of the current position in the whole iteration space.
+  void emit_nodes(const std::vector<bool>& needed, const std::string& indent,
+                  const std::string& position, const std::string& linear) {
+    for (size_t id = 0; id < kernel_.nodes.size(); ++id) {
+      if (!needed[id]) continue;
+      const Node& node = kernel_.nodes[id];
+      out_ << indent << "const " << compute_type(node.dtype) << " " << value(static_cast<ValueId>(id))
+           << " = " << expression(node, position, linear) << ";\n";
+    }
+  }
+
+  std::string expression(const Node& node, const std::string& position, const std::string& linear) {
+    DType type = node.dtype;
+    auto arg = [&](int slot) { return value(node.args[slot]); };
+    auto arg_type = [&](int slot) { return kernel_.nodes[node.args[slot]].dtype; };
+    std::string m = math_suffix(type);
+    auto call = [&](const std::string& name, int arity) {
+      std::string text = "__builtin_" + name + m + "(" + arg(0);
+      if (arity == 2) text += ", " + arg(1);
+      return text + ")";
+    };
+    bool floating = ir::is_floating(type);
+    const char* wide = unsigned_type(type);
+    auto wrapping = [&](const char* symbol) {
+      if (wide) {
+        return "(" + std::string(compute_type(type)) + ")((" + wide + ")" + arg(0) + " " + symbol +
+               " (" + wide + ")" + arg(1) + ")";
+      }
+      return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " " + symbol + " " + arg(1) + ")";
+    };
+    switch (node.op) {
+      case OpCode::kLoad: {
+        int index = static_cast<int>(node.integer);
+        return load_conversion(kernel_.inputs[index].dtype, element(index, position));
+      }
+      case OpCode::kIndexedLoad: {
+        int index = static_cast<int>(node.integer);
+        std::string text = element(index, position);
+        text.insert(text.size() - 1, " + " + arg(0));
+        return load_conversion(kernel_.inputs[index].dtype, text);
+      }
+      case OpCode::kScalar:
+        if (type == DType::kFloat64) return "args->scalars[" + std::to_string(node.integer) + "].real";
+        if (type == DType::kBool) return "(args->scalars[" + std::to_string(node.integer) + "].integer != 0)";
+        return "args->scalars[" + std::to_string(node.integer) + "].integer";
+      case OpCode::kConstant:
+        if (ir::is_integer(type)) return "((" + std::string(compute_type(type)) + ")" + std::to_string(node.integer) + "LL)";
+        if (type == DType::kBool) return node.real != 0.0 ? "1" : "0";
+        return real_literal(node.real, type);
+      case OpCode::kCoordinate: return "c" + std::to_string(node.integer);
+      case OpCode::kLinearIndex: return linear;
+      case OpCode::kRandomBits:
+        return "(int64_t)kiln_philox(args->seed, args->offset, (uint64_t)(" + linear + "), " +
+               std::to_string(node.integer) + ")";
+      case OpCode::kAccumulator: return "accumulator";
+      case OpCode::kAccumulatorIndex: return "best_index";
+      case OpCode::kNegate:
+        if (wide) return "(" + std::string(compute_type(type)) + ")(0 - (" + wide + ")" + arg(0) + ")";
+        return "(" + std::string(compute_type(type)) + ")(-" + arg(0) + ")";
+      case OpCode::kAbs:
+        if (floating) return call("fabs", 1);
+        if (type == DType::kBool || type == DType::kUInt8) return arg(0);
+        return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " < 0 ? 0 - " + arg(0) + " : " + arg(0) + ")";
+      case OpCode::kSign:
+        if (type == DType::kBool) return arg(0);
+        return "(" + std::string(compute_type(type)) + ")((0 < " + arg(0) + ") - (" + arg(0) + " < 0))";
+      case OpCode::kBitwiseNot:
+        if (type == DType::kBool) return "!" + arg(0);
+        return "(" + std::string(compute_type(type)) + ")(~" + arg(0) + ")";
+      case OpCode::kExp: return call("exp", 1);
+      case OpCode::kExp2: return call("exp2", 1);
+      case OpCode::kExpm1: return call("expm1", 1);
+      case OpCode::kLog: return call("log", 1);
+      case OpCode::kLog2: return call("log2", 1);
+      case OpCode::kLog10: return call("log10", 1);
+      case OpCode::kLog1p: return call("log1p", 1);
+      case OpCode::kSqrt: return call("sqrt", 1);
+      case OpCode::kRsqrt: return "(" + real_literal(1.0, type) + " / " + call("sqrt", 1) + ")";
+      case OpCode::kReciprocal: return "(" + real_literal(1.0, type) + " / " + arg(0) + ")";
+      case OpCode::kSin: return call("sin", 1);
+      case OpCode::kCos: return call("cos", 1);
+      case OpCode::kTan: return call("tan", 1);
+      case OpCode::kAsin: return call("asin", 1);
+      case OpCode::kAcos: return call("acos", 1);
+      case OpCode::kAtan: return call("atan", 1);
+      case OpCode::kSinh: return call("sinh", 1);
+      case OpCode::kCosh: return call("cosh", 1);
+      case OpCode::kTanh: return call("tanh", 1);
+      case OpCode::kAsinh: return call("asinh", 1);
+      case OpCode::kAcosh: return call("acosh", 1);
+      case OpCode::kAtanh: return call("atanh", 1);
+      case OpCode::kErf: return call("erf", 1);
+      case OpCode::kErfc: return call("erfc", 1);
+      case OpCode::kLgamma: return call("lgamma", 1);
+      case OpCode::kFloor: return call("floor", 1);
+      case OpCode::kCeil: return call("ceil", 1);
+      case OpCode::kRound: return call("nearbyint", 1);
+      case OpCode::kTrunc: return call("trunc", 1);
+      case OpCode::kFrac: return "(" + arg(0) + " - " + call("trunc", 1) + ")";
+      case OpCode::kSigmoid: return "kiln_sigmoid_" + std::string(helper_suffix(type)) + "(" + arg(0) + ")";
+      case OpCode::kLogicalNot: return "(" + arg(0) + " == 0)";
+      case OpCode::kIsNan: return "(" + arg(0) + " != " + arg(0) + ")";
+      case OpCode::kIsInf:
+        if (!ir::is_floating(arg_type(0))) return "0";
+        return "(" + std::string("__builtin_isinf(") + arg(0) + ") != 0)";
+      case OpCode::kAdd:
+        if (type == DType::kBool) return "(" + arg(0) + " | " + arg(1) + ")";
+        return floating ? arg(0) + " + " + arg(1) : wrapping("+");
+      case OpCode::kSubtract: return floating ? arg(0) + " - " + arg(1) : wrapping("-");
+      case OpCode::kMultiply:
+        if (type == DType::kBool) return "(" + arg(0) + " & " + arg(1) + ")";
+        return floating ? arg(0) + " * " + arg(1) : wrapping("*");
+      case OpCode::kDivide:
+        if (floating) return arg(0) + " / " + arg(1);
+        return integer_helper("div", type, node);
+      case OpCode::kFloorDivide: return integer_helper("floordiv", type, node);
+      case OpCode::kRemainder: return integer_helper("remainder", type, node);
+      case OpCode::kFmod:
+        if (floating) return call("fmod", 2);
+        return integer_helper("fmod", type, node);
+      case OpCode::kPower:
+        if (floating) return call("pow", 2);
+        return integer_helper("pow", type, node);
+      case OpCode::kAtan2: return call("atan2", 2);
+      case OpCode::kCopysign: return call("copysign", 2);
+      case OpCode::kHypot: return call("hypot", 2);
+      case OpCode::kMaximum:
+        if (floating) return "((" + arg(0) + " != " + arg(0) + " || " + arg(0) + " > " + arg(1) + ") ? " + arg(0) + " : " + arg(1) + ")";
+        return "(" + arg(0) + " > " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+      case OpCode::kMinimum:
+        if (floating) return "((" + arg(0) + " != " + arg(0) + " || " + arg(0) + " < " + arg(1) + ") ? " + arg(0) + " : " + arg(1) + ")";
+        return "(" + arg(0) + " < " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
+      case OpCode::kBitwiseAnd: return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " & " + arg(1) + ")";
+      case OpCode::kBitwiseOr: return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " | " + arg(1) + ")";
+      case OpCode::kBitwiseXor: return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " ^ " + arg(1) + ")";
+      case OpCode::kShiftLeft: return integer_helper("shl", type, node);
+      case OpCode::kShiftRight: return integer_helper("shr", type, node);
+      case OpCode::kEqual: return "(" + arg(0) + " == " + arg(1) + ")";
+      case OpCode::kNotEqual: return "(" + arg(0) + " != " + arg(1) + ")";
+      case OpCode::kLess: return "(" + arg(0) + " < " + arg(1) + ")";
+      case OpCode::kLessEqual: return "(" + arg(0) + " <= " + arg(1) + ")";
+      case OpCode::kGreater: return "(" + arg(0) + " > " + arg(1) + ")";
+      case OpCode::kGreaterEqual: return "(" + arg(0) + " >= " + arg(1) + ")";
+      case OpCode::kLogicalAnd: return "((" + arg(0) + " != 0) & (" + arg(1) + " != 0))";
+      case OpCode::kLogicalOr: return "((" + arg(0) + " != 0) | (" + arg(1) + " != 0))";
+      case OpCode::kLogicalXor: return "((" + arg(0) + " != 0) ^ (" + arg(1) + " != 0))";
+      case OpCode::kSelect: return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+      case OpCode::kCast: {
+        auto target = static_cast<DType>(node.integer);
+        std::string converted = convert(arg(0), arg_type(0), type);
+        if (target == DType::kFloat16) return "kiln_round_f16(" + converted + ")";
+        if (target == DType::kBFloat16) return "kiln_round_bf16(" + converted + ")";
+        return converted;
+      }
+    }
+    return "0";
+  }
+
+  std::string integer_helper(const char* name, DType type, const Node& node) {
+    if (ir::is_floating(type)) {
+      return "kiln_" + std::string(name) + "_" + helper_suffix(type) + "(" + value(node.args[0]) +
+             ", " + value(node.args[1]) + ")";
+    }
+    // bool computes as uint8 and is normalised back.
+    DType as = type == DType::kBool ? DType::kUInt8 : type;
+    std::string text = "kiln_" + std::string(name) + "_" + helper_suffix(as) + "(" +
+                       value(node.args[0]) + ", " + value(node.args[1]) + ")";
+    return type == DType::kBool ? "(" + text + " != 0)" : text;
+  }
+
+  std::vector<bool> reached_from(const std::vector<ValueId>& roots) const {
+    std::vector<bool> reached(kernel_.nodes.size(), false);
+    std::vector<ValueId> stack(roots.begin(), roots.end());
+    while (!stack.empty()) {
+      ValueId id = stack.back();
+      stack.pop_back();
+      if (reached[id]) continue;
+      reached[id] = true;
+      const Node& node = kernel_.nodes[id];
+      for (int slot = 0; slot < ir::opcode_arity(node.op); ++slot) stack.push_back(node.args[slot]);
+    }
+    return reached;
+  }
+
+  void emit_stores(const std::string& indent, const std::string& position) {
+    for (size_t output = 0; output < kernel_.outputs.size(); ++output) {
+      int index = input_count() + static_cast<int>(output);
+      ValueId result = kernel_.results[output];
+      out_ << indent << element(index, position) << " = "
+           << store_conversion(kernel_.outputs[output].dtype, kernel_.nodes[result].dtype, value(result))
+           << ";\n";
+    }
+  }
+
+  // Decomposes `position` (a C variable) over dims [first, last) into
+  // coordinates c<d>, adding each to the operands' offsets.
+  void decompose(const std::string& indent, const std::string& position, int first, int last,
+                 bool inputs_only) {
+    if (first >= last) return;
+    out_ << indent << "int64_t rest = " << position << ";\n";
+    for (int dim = first; dim < last; ++dim) {
+      std::string coordinate = "c" + std::to_string(dim);
+      out_ << indent << "const int64_t " << coordinate << " = rest % args->sizes[" << dim << "];\n";
+      out_ << indent << "rest /= args->sizes[" << dim << "];\n";
+      add_offsets(indent, coordinate, dim, inputs_only);
+    }
+    out_ << indent << "(void)rest;\n";
+  }
+
+  // Input offsets o<k>_row of reduced row `q`, decomposed over dims
+  // [first, rank) (declared by the caller from o<k>).
+  void emit_row_offsets(int first) {
+    out_ << "      {\n        int64_t rest = q;\n";
+    for (int dim = first; dim < kernel_.rank; ++dim) {
+      out_ << "        {\n          const int64_t coordinate = rest % args->sizes[" << dim << "];\n";
+      out_ << "          rest /= args->sizes[" << dim << "];\n";
+      for (int index = 0; index < input_count(); ++index) {
+        out_ << "          " << offset(index) << "_row += coordinate * args->strides[" << index << "]["
+             << dim << "];\n";
+      }
+      out_ << "        }\n";
+    }
+    out_ << "        (void)rest;\n      }\n";
+  }
+
+  void emit_pointwise() {
+    declare_strides(0);
+    out_ << "  const int64_t size0 = args->sizes[0];\n";
+    out_ << "  int64_t position = begin;\n";
+    out_ << "  while (position < end) {\n";
+    out_ << "    const int64_t first0 = position % size0;\n";
+    out_ << "    const int64_t outer = position / size0;\n";
+    zero_offsets("    ");
+    add_offsets("    ", "first0", 0, false);
+    decompose("    ", "outer", 1, kernel_.rank, false);
+    out_ << "    int64_t count = size0 - first0;\n";
+    out_ << "    if (count > end - position) count = end - position;\n";
+    declare_pointers("    ", 0);
+    out_ << "    for (int64_t j = 0; j < count; ++j) {\n";
+    out_ << "      const int64_t c0 = first0 + j; (void)c0;\n";
+    emit_nodes(reached_from(kernel_.results), "      ", "j", "(position + j)");
+    emit_stores("      ", "j");
+    out_ << "    }\n";
+    out_ << "    position += count;\n";
+    out_ << "  }\n";
+  }
+
+  // Offsets of the kept dims of output position `o`, then the reduced loops.
+  // Reduced dims are kept_rank..rank-1; kept_rank is the vectorised dim.
+  void emit_reduction_inner() {
+    const int kept = kernel_.kept_rank;
+    DType type = kernel_.nodes[kernel_.reduction.input].dtype;
+    DType accumulator_type = ir::reduce_accumulator_dtype(kernel_.reduction.op, type);
+    ReduceOp op = kernel_.reduction.op;
+    declare_strides(kept);
+    out_ << "  int64_t outer_count = 1;\n";
+    for (int dim = kept + 1; dim < kernel_.rank; ++dim) out_ << "  outer_count *= args->sizes[" << dim << "];\n";
+    out_ << "  const int64_t length = args->sizes[" << kept << "];\n";
+    out_ << "  for (int64_t output = begin; output < end; ++output) {\n";
+    zero_offsets("    ");
+    {
+      out_ << "    {\n";
+      decompose("      ", "output", 0, kept, false);
+      out_ << "    }\n";
+    }
+    out_ << "    " << compute_type(accumulator_type) << " lanes[" << kLanes << "];\n";
+    out_ << "    for (int lane = 0; lane < " << kLanes << "; ++lane) lanes[lane] = "
+         << reduce_identity(op, accumulator_type) << ";\n";
+    out_ << "    for (int64_t q = 0; q < outer_count; ++q) {\n";
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
+    }
+    emit_row_offsets(kept + 1);
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "      const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
+    }
+    std::vector<bool> element_nodes = reached_from({kernel_.reduction.input});
+    std::string input_value = value(kernel_.reduction.input);
+    out_ << "      int64_t j = 0;\n";
+    out_ << "      for (; j + " << kLanes << " <= length; j += " << kLanes << ") {\n";
+    out_ << "        for (int lane = 0; lane < " << kLanes << "; ++lane) {\n";
+    emit_nodes(element_nodes, "          ", "j + lane", "0");
+    out_ << "          " << reduce_step(op, accumulator_type, "lanes[lane]", convert(input_value, type, accumulator_type)) << "\n";
+    out_ << "        }\n      }\n";
+    out_ << "      for (; j < length; ++j) {\n";
+    emit_nodes(element_nodes, "        ", "j", "0");
+    out_ << "        " << reduce_step(op, accumulator_type, "lanes[0]", convert(input_value, type, accumulator_type)) << "\n";
+    out_ << "      }\n    }\n";
+    out_ << "    " << compute_type(accumulator_type) << " accumulator = lanes[0];\n";
+    out_ << "    for (int lane = 1; lane < " << kLanes << "; ++lane) {\n";
+    out_ << "      " << reduce_step(op, accumulator_type, "accumulator", "lanes[lane]") << "\n    }\n";
+    emit_epilogue("    ", "0");
+    out_ << "  }\n";
+  }
+
+  // Output pointers at the output position, then epilogue and stores.
+  void emit_epilogue(const std::string& indent, const std::string& position) {
+    for (int index = input_count(); index < operand_count(); ++index) {
+      out_ << indent << storage_type(operand(index).dtype) << "* " << pointer(index) << " = ("
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << ";\n";
+    }
+    emit_nodes(reached_from(kernel_.results), indent, position, "0");
+    emit_stores(indent, position);
+  }
+
+  // argmax/argmin along rows: a sequential scan (the first extreme wins).
+  void emit_arg_reduction_inner() {
+    const int kept = kernel_.kept_rank;
+    DType type = kernel_.nodes[kernel_.reduction.input].dtype;
+    ReduceOp op = kernel_.reduction.op;
+    declare_strides(kept);
+    out_ << "  int64_t outer_count = 1;\n";
+    for (int dim = kept + 1; dim < kernel_.rank; ++dim) out_ << "  outer_count *= args->sizes[" << dim << "];\n";
+    out_ << "  const int64_t length = args->sizes[" << kept << "];\n";
+    out_ << "  for (int64_t output = begin; output < end; ++output) {\n";
+    zero_offsets("    ");
+    out_ << "    {\n";
+    decompose("      ", "output", 0, kept, false);
+    out_ << "    }\n";
+    out_ << "    " << compute_type(type) << " accumulator = " << reduce_identity(op, type) << ";\n";
+    out_ << "    int64_t best_index = -1;\n";
+    out_ << "    for (int64_t q = 0; q < outer_count; ++q) {\n";
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
+    }
+    emit_row_offsets(kept + 1);
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "      const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
+    }
+    out_ << "      for (int64_t j = 0; j < length; ++j) {\n";
+    emit_nodes(reached_from({kernel_.reduction.input}), "        ", "j", "0");
+    std::string element_value = value(kernel_.reduction.input);
+    out_ << "        if (" << arg_better(op, type, element_value, "accumulator", "best_index") << ") {\n";
+    out_ << "          accumulator = " << element_value << "; best_index = q * length + j;\n";
+    out_ << "        }\n      }\n    }\n";
+    out_ << "    if (best_index < 0) best_index = 0;\n";
+    emit_epilogue("    ", "0");
+    out_ << "  }\n";
+  }
+
+  // Column reductions: dim 0 is kept and vectorised; a block of up to
+  // kColumnBlock neighbouring outputs accumulates together.
+  void emit_reduction_outer() {
+    const int kept = kernel_.kept_rank;
+    DType type = kernel_.nodes[kernel_.reduction.input].dtype;
+    ReduceOp op = kernel_.reduction.op;
+    bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
+    DType accumulator_type = ir::reduce_accumulator_dtype(op, type);
+    declare_strides(0);
+    out_ << "  int64_t reduced_count = 1;\n";
+    for (int dim = kept; dim < kernel_.rank; ++dim) out_ << "  reduced_count *= args->sizes[" << dim << "];\n";
+    out_ << "  const int64_t size0 = args->sizes[0];\n";
+    out_ << "  int64_t position = begin;\n";
+    out_ << "  while (position < end) {\n";
+    out_ << "    const int64_t first0 = position % size0;\n";
+    out_ << "    const int64_t outer = position / size0;\n";
+    zero_offsets("    ");
+    add_offsets("    ", "first0", 0, false);
+    out_ << "    {\n";
+    decompose("      ", "outer", 1, kept, false);
+    out_ << "    }\n";
+    out_ << "    int64_t count = size0 - first0;\n";
+    out_ << "    if (count > end - position) count = end - position;\n";
+    out_ << "    if (count > " << kColumnBlock << ") count = " << kColumnBlock << ";\n";
+    out_ << "    " << compute_type(accumulator_type) << " block[" << kColumnBlock << "];\n";
+    if (arg) out_ << "    int64_t block_index[" << kColumnBlock << "];\n";
+    out_ << "    for (int64_t j = 0; j < count; ++j) { block[j] = " << reduce_identity(op, accumulator_type) << ";"
+         << (arg ? " block_index[j] = -1;" : "") << " }\n";
+    out_ << "    for (int64_t q = 0; q < reduced_count; ++q) {\n";
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
+    }
+    emit_row_offsets(kept);
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "      const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
+    }
+    out_ << "      for (int64_t j = 0; j < count; ++j) {\n";
+    emit_nodes(reached_from({kernel_.reduction.input}), "        ", "j", "0");
+    std::string element_value = convert(value(kernel_.reduction.input), type, accumulator_type);
+    if (arg) {
+      out_ << "        if (" << arg_better(op, type, element_value, "block[j]", "block_index[j]") << ") {\n";
+      out_ << "          block[j] = " << element_value << "; block_index[j] = q;\n        }\n";
+    } else {
+      out_ << "        " << reduce_step(op, accumulator_type, "block[j]", element_value) << "\n";
+    }
+    out_ << "      }\n    }\n";
+    for (int index = input_count(); index < operand_count(); ++index) {
+      out_ << "    " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = ("
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << ";\n";
+    }
+    out_ << "    for (int64_t j = 0; j < count; ++j) {\n";
+    out_ << "      const " << compute_type(accumulator_type) << " accumulator = block[j];\n";
+    if (arg) out_ << "      const int64_t best_index = block_index[j] < 0 ? 0 : block_index[j];\n";
+    emit_nodes(reached_from(kernel_.results), "      ", "j", "0");
+    emit_stores("      ", "j");
+    out_ << "    }\n";
+    out_ << "    position += count;\n";
+    out_ << "  }\n";
+  }
+
+  const Kernel& kernel_;
+  std::ostringstream out_;
+};
+
+}  // namespace
+
+StatusOr<CSource> generate_c(const ir::Kernel& kernel) {
+  KILN_RETURN_IF_ERROR(ir::verify(kernel));
+  CSource source;
+  source.entry_symbol = "kiln_kernel";
+  source.text = Emitter(kernel).run(source.entry_symbol);
+  return source;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,31 @@
+// C code generation: Kiln IR to one C translation unit per kernel.
+//
+// The source holds the prelude (prelude.h) and one exported entry function
+// with the signature of kernel_abi.h. Loops are written so the C compiler
+// vectorises them: pointwise inner loops are specialised on each operand's
+// layout class (contiguous operands index with the loop counter, broadcast
+// operands are hoisted), and reductions fold into 16 independent lanes
+// (row reductions) or into a block of neighbouring outputs (column
+// reductions), which needs no reassociation of floating-point sums.
+#pragma once
+
+#include <string>
+
+#include "kiln/base/status.h"
+#include "kiln/ir/kernel.h"
+
+namespace kiln::codegen {
+
+// Bumped whenever the generated code changes meaning, so stale cached kernels
+// are never reused.
+constexpr const char* kCodegenVersion = "c-1";
+
+struct CSource {
+  std::string text;
+  std::string entry_symbol;
+};
+
+// Verifies `kernel` and generates its C source.
+StatusOr<CSource> generate_c(const ir::Kernel& kernel);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,138 @@
+#include "kiln/compiler/codegen/prelude.h"
+
+namespace kiln::codegen {
+
+// Notes on the helpers:
+// - float16 uses the compiler's _Float16, whose conversions round to nearest
+//   even like c10::Half's; bfloat16 rounds to nearest even with NaN kept quiet,
+//   as c10::BFloat16 does.
+// - Integer division and remainder by zero return 0 instead of trapping (the
+//   CPU raises ZeroDivisionError; a device cannot raise mid-kernel, and CUDA
+//   returns an unspecified value). INT_MIN / -1 wraps instead of trapping.
+// - Shifts by a negative amount or by at least the bit width follow ATen's CPU
+//   kernels: 0 for left shifts, the sign fill for right shifts.
+const char* c_prelude() {
+  return R"KILN(#include <stdint.h>
+typedef union { double real; int64_t integer; } kiln_scalar;
+typedef struct {
+  char* data[16];
+  int64_t sizes[8];
+  int64_t strides[16][8];
+  kiln_scalar scalars[8];
+  uint64_t seed;
+  uint64_t offset;
+} kiln_launch_args;
+_Static_assert(sizeof(kiln_launch_args) == 8 * (16 + 8 + 128 + 8 + 2), "launch ABI");
+#define KILN_EXPORT __attribute__((visibility("default")))
+
+static inline float kiln_load_f16(uint16_t bits) {
+  _Float16 value; __builtin_memcpy(&value, &bits, 2); return (float)value;
+}
+static inline uint16_t kiln_store_f16(float value) {
+  _Float16 half = (_Float16)value; uint16_t bits; __builtin_memcpy(&bits, &half, 2); return bits;
+}
+static inline float kiln_load_bf16(uint16_t bits) {
+  uint32_t word = (uint32_t)bits << 16; float value; __builtin_memcpy(&value, &word, 4); return value;
+}
+static inline uint16_t kiln_store_bf16(float value) {
+  uint32_t word; __builtin_memcpy(&word, &value, 4);
+  if (value != value) return 0x7fc0;
+  word += 0x7fffu + ((word >> 16) & 1u);
+  return (uint16_t)(word >> 16);
+}
+static inline float kiln_round_f16(float value) { return kiln_load_f16(kiln_store_f16(value)); }
+static inline float kiln_round_bf16(float value) { return kiln_load_bf16(kiln_store_bf16(value)); }
+
+#define KILN_INTEGER_HELPERS(T, U, BITS, NAME)                                        \
+  static inline T kiln_div_##NAME(T a, T b) {                                         \
+    if (b == 0) return 0;                                                             \
+    if (b == -1) return (T)(0 - (U)a);                                                \
+    return (T)(a / b);                                                                \
+  }                                                                                   \
+  static inline T kiln_floordiv_##NAME(T a, T b) {                                    \
+    if (b == 0) return 0;                                                             \
+    if (b == -1) return (T)(0 - (U)a);                                                \
+    T quotient = (T)(a / b);                                                          \
+    if ((a % b != 0) && ((a < 0) != (b < 0))) quotient = (T)(quotient - 1);           \
+    return quotient;                                                                  \
+  }                                                                                   \
+  static inline T kiln_remainder_##NAME(T a, T b) {                                   \
+    if (b == 0 || b == -1) return 0;                                                  \
+    T rest = (T)(a % b);                                                              \
+    if (rest != 0 && ((rest < 0) != (b < 0))) rest = (T)(rest + b);                   \
+    return rest;                                                                      \
+  }                                                                                   \
+  static inline T kiln_fmod_##NAME(T a, T b) {                                        \
+    if (b == 0 || b == -1) return 0;                                                  \
+    return (T)(a % b);                                                                \
+  }                                                                                   \
+  static inline T kiln_shl_##NAME(T a, T b) {                                         \
+    if (b < 0 || b >= BITS) return 0;                                                 \
+    return (T)((U)a << b);                                                            \
+  }                                                                                   \
+  static inline T kiln_shr_##NAME(T a, T b) {                                         \
+    if (b < 0 || b >= BITS) return (T)(a < 0 ? -1 : 0);                               \
+    return (T)(a >> b);                                                               \
+  }                                                                                   \
+  static inline T kiln_pow_##NAME(T base, T exponent) {                               \
+    if (exponent < 0) {                                                               \
+      if (base == 1) return 1;                                                        \
+      if (base == -1) return (exponent & 1) ? -1 : 1;                                 \
+      return 0;                                                                       \
+    }                                                                                 \
+    U result = 1, factor = (U)base;                                                   \
+    while (exponent) {                                                                \
+      if (exponent & 1) result *= factor;                                             \
+      factor *= factor;                                                               \
+      exponent = (T)(exponent >> 1);                                                  \
+    }                                                                                 \
+    return (T)result;                                                                 \
+  }
+KILN_INTEGER_HELPERS(uint8_t, uint8_t, 8, u8)
+KILN_INTEGER_HELPERS(int8_t, uint8_t, 8, i8)
+KILN_INTEGER_HELPERS(int16_t, uint16_t, 16, i16)
+KILN_INTEGER_HELPERS(int32_t, uint32_t, 32, i32)
+KILN_INTEGER_HELPERS(int64_t, uint64_t, 64, i64)
+
+#define KILN_FLOAT_HELPERS(T, SUFFIX, NAME)                                           \
+  static inline T kiln_floordiv_##NAME(T a, T b) {                                    \
+    if (b == 0) return a / b;                                                         \
+    T mod = __builtin_fmod##SUFFIX(a, b);                                             \
+    T quotient = (a - mod) / b;                                                       \
+    if (mod != 0 && ((b < 0) != (mod < 0))) quotient -= 1;                            \
+    if (quotient == 0) return __builtin_copysign##SUFFIX(0, a / b);                   \
+    T floored = __builtin_floor##SUFFIX(quotient);                                    \
+    if (quotient - floored > (T)0.5) floored += 1;                                    \
+    return floored;                                                                   \
+  }                                                                                   \
+  static inline T kiln_remainder_##NAME(T a, T b) {                                   \
+    T mod = __builtin_fmod##SUFFIX(a, b);                                             \
+    if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;                                 \
+    return mod;                                                                       \
+  }                                                                                   \
+  static inline T kiln_sigmoid_##NAME(T x) { return (T)1 / ((T)1 + __builtin_exp##SUFFIX(-x)); }
+KILN_FLOAT_HELPERS(float, f, f32)
+KILN_FLOAT_HELPERS(double, , f64)
+
+static inline uint32_t kiln_mulhilo(uint32_t a, uint32_t b, uint32_t* high) {
+  uint64_t product = (uint64_t)a * b; *high = (uint32_t)(product >> 32); return (uint32_t)product;
+}
+/* Philox4x32-10: key = seed, counter = (element index, stream offset). */
+static inline uint32_t kiln_philox(uint64_t seed, uint64_t offset, uint64_t index, int word) {
+  uint32_t c0 = (uint32_t)index, c1 = (uint32_t)(index >> 32);
+  uint32_t c2 = (uint32_t)offset, c3 = (uint32_t)(offset >> 32);
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    uint32_t high0, high1;
+    uint32_t low0 = kiln_mulhilo(0xD2511F53u, c0, &high0);
+    uint32_t low1 = kiln_mulhilo(0xCD9E8D57u, c2, &high1);
+    uint32_t n0 = high1 ^ c1 ^ k0, n1 = low1, n2 = high0 ^ c3 ^ k1, n3 = low0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  return word == 0 ? c0 : word == 1 ? c1 : word == 2 ? c2 : c3;
+}
+)KILN";
+}
+
+}  // namespace kiln::codegen

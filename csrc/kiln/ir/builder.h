@@ -1,0 +1,60 @@
+// Builder: the way lowering code writes a Kernel.
+//
+//   Builder builder("add", KernelKind::kPointwise, rank);
+//   ValueId x = builder.load(builder.add_input(DType::kFloat16, Layout::kContiguous));
+//   ValueId y = builder.load(builder.add_input(DType::kFloat32, Layout::kBroadcast));
+//   ValueId sum = builder.binary(OpCode::kAdd, builder.cast(x, DType::kFloat32), y);
+//   builder.store(builder.add_output(DType::kFloat32, Layout::kContiguous), sum);
+//   Kernel kernel = builder.finish();
+//
+// Loads convert half types to float32 (dtype.h); the helpers promote() and
+// cast() insert conversions. The builder checks arities as it goes; finish()
+// does not verify: call verify() (verifier.h) on the result.
+#pragma once
+
+#include <string>
+
+#include "kiln/ir/kernel.h"
+
+namespace kiln::ir {
+
+class Builder {
+ public:
+  Builder(std::string name, KernelKind kind, int rank);
+
+  int add_input(DType dtype, Layout layout);
+  int add_output(DType dtype, Layout layout);
+  int add_scalar(DType dtype);  // f64, i64 or bool
+
+  ValueId load(int input);
+  ValueId indexed_load(int input, ValueId element_offset);
+  ValueId scalar(int slot);
+  ValueId constant(double value, DType dtype);
+  ValueId coordinate(int dim);
+  ValueId linear_index();
+  ValueId random_bits(int word);
+  ValueId accumulator();
+  ValueId accumulator_index();
+
+  ValueId unary(OpCode op, ValueId x);
+  ValueId binary(OpCode op, ValueId a, ValueId b);
+  ValueId select(ValueId condition, ValueId if_true, ValueId if_false);
+  // Converts `x` to `dtype`; for float16/bfloat16 the value is rounded to that
+  // precision and stays float32. Returns `x` when nothing changes.
+  ValueId cast(ValueId x, DType dtype);
+
+  DType dtype_of(ValueId value) const { return kernel_.nodes[value].dtype; }
+
+  void store(int output, ValueId value);
+  // Reductions: folds `value` with `op`; the epilogue reads the result through
+  // accumulator(). `kept_rank` dims are kept; `inner` as in Reduction.
+  void reduce(ReduceOp op, ValueId value, int kept_rank, bool inner);
+
+  Kernel finish();
+
+ private:
+  ValueId add_node(Node node);
+  Kernel kernel_;
+};
+
+}  // namespace kiln::ir

@@ -1,0 +1,86 @@
+// Kernel: one unit of generated code, in Kiln IR.
+//
+// A kernel iterates over an index space of `rank` dims. Dim 0 is the innermost
+// (fastest-moving), as in PyTorch's TensorIterator. Sizes, strides and scalar
+// values are launch arguments, not part of the kernel, so one compiled kernel
+// serves every shape: what the kernel fixes is its op, dtypes, rank and the
+// layout class of each operand along dim 0.
+//
+// Pointwise kernels compute every output element from the input elements at the
+// same position (plus indexed loads). Reduction kernels split the dims into
+// `kept_rank` kept dims (the output's, first) and `rank - kept_rank` reduced
+// dims (last); the per-element expression is folded with `reduction.op`, then
+// the epilogue (nodes reachable from `results`, built on kAccumulator) computes
+// each output element.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/dtype.h"
+#include "kiln/ir/ops.h"
+
+namespace kiln::ir {
+
+using ValueId = int32_t;
+constexpr ValueId kNoValue = -1;
+// Limits of the launch arguments (kernel_abi.h mirrors them).
+constexpr int kMaxRank = 8;
+constexpr int kMaxOperands = 16;
+constexpr int kMaxScalars = 8;
+
+struct Node {
+  OpCode op = OpCode::kConstant;
+  DType dtype = DType::kFloat32;
+  ValueId args[3] = {kNoValue, kNoValue, kNoValue};
+  int64_t integer = 0;  // operand index, scalar slot, dim, integer constant, ...
+  double real = 0.0;    // floating and bool constants
+};
+
+// How an operand moves along the innermost iteration dim.
+enum class Layout : char {
+  kContiguous = 'c',  // stride 1
+  kBroadcast = 'b',   // stride 0
+  kStrided = 's',     // any other stride
+};
+
+struct Operand {
+  DType dtype = DType::kFloat32;  // storage dtype
+  Layout layout = Layout::kContiguous;
+};
+
+enum class KernelKind : uint8_t { kPointwise, kReduction };
+
+enum class ReduceOp : uint8_t { kSum, kProduct, kMax, kMin, kArgMax, kArgMin, kAny, kAll };
+const char* reduce_op_name(ReduceOp op);
+
+struct Reduction {
+  ReduceOp op = ReduceOp::kSum;
+  ValueId input = kNoValue;      // the per-element value folded
+  // kInner: dim 0 is reduced (a row reduction, vectorised across lanes);
+  // kOuter: dim 0 is kept (vectorised across neighbouring outputs).
+  bool inner = true;
+};
+
+struct Kernel {
+  std::string name;  // readable, e.g. "add"; not part of the semantics
+  KernelKind kind = KernelKind::kPointwise;
+  int rank = 1;
+  int kept_rank = 0;  // reductions only
+  std::vector<Operand> inputs;
+  std::vector<Operand> outputs;
+  std::vector<DType> scalars;  // f64, i64 or bool launch arguments
+  std::vector<Node> nodes;
+  std::vector<ValueId> results;  // outputs[i] stores nodes[results[i]]
+  Reduction reduction;           // reductions only
+  // Indexed stores accumulate into outputs; a kernel that scatters is run on
+  // one thread. (Set by the lowering of scatter-like ops.)
+  bool single_threaded = false;
+};
+
+// The accumulator dtype of a reduction over `input` values: the input dtype,
+// bool for any/all, int64 for argmax/argmin indices.
+DType reduce_accumulator_dtype(ReduceOp op, DType input);
+
+}  // namespace kiln::ir

@@ -1,0 +1,73 @@
+// OpCode: the operations of Kiln's pointwise expression language.
+//
+// An expression is a list of Nodes in SSA form: each node names its operands
+// by their index in the list, so a node always comes after its operands. Every
+// node has a compute dtype (never float16 or bfloat16: see dtype.h).
+//
+// Typing rules, checked by the verifier:
+//   arithmetic, math, min/max, bitwise: operands and result share one dtype
+//   comparisons, logical ops, is_nan/is_inf: any shared operand dtype, bool result
+//   select(cond, a, b): bool cond, a and b share the result dtype
+//   cast: any dtype to any dtype (a cast "to" float16/bfloat16 rounds to that
+//         precision and yields float32)
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::ir {
+
+enum class OpCode : uint8_t {
+  // Leaves.
+  kLoad,              // input tensor `integer` at the current element
+  kIndexedLoad,       // input tensor `integer` at the current element plus args[0]
+                      // elements (an int64 offset: gather, index_select, embedding)
+  kScalar,            // launch-time scalar argument `integer`
+  kConstant,          // `real` (floating and bool) or `integer` (integer dtypes)
+  kCoordinate,        // int64 coordinate of the current element along iteration dim `integer`
+  kLinearIndex,       // int64 position of the current element in the iteration space
+  kRandomBits,        // uint32 from Philox(seed, offset + linear index), word `integer` (0..3), as int64
+  kAccumulator,       // in a reduction epilogue: the reduced value
+  kAccumulatorIndex,  // in an argmax/argmin epilogue: the index of the reduced value
+
+  // Unary, same dtype in and out (floating only from kExp on).
+  kNegate, kAbs, kSign, kBitwiseNot,
+  kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kReciprocal,
+  kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh,
+  kErf, kErfc, kLgamma, kFloor, kCeil, kRound, kTrunc, kFrac, kSigmoid,
+  // Unary with a bool result.
+  kLogicalNot, kIsNan, kIsInf,
+
+  // Binary, same dtype in and out.
+  kAdd, kSubtract, kMultiply, kDivide,  // kDivide on integers truncates toward zero
+  kFloorDivide, kRemainder, kFmod, kPower, kAtan2, kCopysign, kHypot,
+  kMaximum, kMinimum,  // NaN-propagating, as torch.maximum/minimum
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kShiftLeft, kShiftRight,
+  // Binary with a bool result.
+  kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
+  kLogicalAnd, kLogicalOr, kLogicalXor,
+
+  // Others.
+  kSelect,  // args[0] ? args[1] : args[2]
+  kCast,    // args[0] converted to the node's dtype; `integer` holds the rounding
+            // target dtype for casts to float16/bfloat16
+};
+
+enum class OpClass : uint8_t {
+  kLeaf,
+  kUnary,
+  kUnaryPredicate,  // bool result
+  kBinary,
+  kComparison,      // bool result
+  kSelect,
+  kCast,
+};
+
+const char* opcode_name(OpCode code);
+OpClass opcode_class(OpCode code);
+int opcode_arity(OpCode code);
+// True for ops defined on floating dtypes only (exp, log, sin, ...).
+bool opcode_needs_floating(OpCode code);
+// True for ops defined on integer and bool dtypes only (bitwise ops, shifts).
+bool opcode_needs_integral(OpCode code);
+
+}  // namespace kiln::ir

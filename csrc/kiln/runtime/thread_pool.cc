@@ -1,0 +1,81 @@
+#include "kiln/runtime/thread_pool.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+ThreadPool& ThreadPool::instance() {
+  static ThreadPool* pool = [] {
+    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    return new ThreadPool(std::max(threads, 1) - 1);
+  }();
+  return *pool;
+}
+
+ThreadPool::ThreadPool(int workers) {
+  for (int index = 0; index < workers; ++index) workers_.emplace_back([this] { work_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::run_pieces() {
+  while (true) {
+    int64_t piece = next_piece_.fetch_add(1);
+    if (piece >= pieces_) return;
+    int64_t begin = piece * piece_;
+    int64_t end = std::min(total_, begin + piece_);
+    function_(context_, begin, end);
+    if (pieces_left_.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_.notify_all();
+    }
+  }
+}
+
+void ThreadPool::work_loop() {
+  uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    run_pieces();
+  }
+}
+
+void ThreadPool::parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context) {
+  if (total <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int64_t wanted = std::min<int64_t>(thread_count(), (total + grain - 1) / grain);
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (wanted <= 1 || workers_.empty() || !busy.owns_lock()) {
+    function(context, 0, total);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    function_ = function;
+    context_ = context;
+    total_ = total;
+    piece_ = (total + wanted - 1) / wanted;
+    pieces_ = (total + piece_ - 1) / piece_;
+    next_piece_.store(0);
+    pieces_left_.store(pieces_);
+    ++generation_;
+  }
+  wake_.notify_all();
+  run_pieces();
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return pieces_left_.load() == 0; });
+}
+
+}  // namespace kiln

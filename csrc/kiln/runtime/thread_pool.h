@@ -1,0 +1,65 @@
+// ThreadPool: the worker threads a large kernel launch is split over.
+//
+// One process-wide pool of (hardware threads - 1) workers; the calling thread
+// (a stream worker) runs a share too, so a launch uses every hardware thread,
+// as PyTorch's CPU kernels do. Only one launch is split at a time: a launch
+// arriving while the pool is busy (another stream) runs in its caller alone,
+// which is correct, only slower.
+//
+// Thread-safety: parallel_for may be called from any thread. `function` must
+// not call parallel_for itself, and must not throw.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln {
+
+class ThreadPool {
+ public:
+  using RangeFunction = void (*)(void* context, int64_t begin, int64_t end);
+
+  // The process-wide pool; never destroyed (workers may be mid-launch at exit).
+  static ThreadPool& instance();
+
+  explicit ThreadPool(int workers);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Threads a launch can use, the caller included.
+  int thread_count() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls function(context, begin, end) over pieces covering [0, total), each
+  // at least `grain` long (except the last), and returns when all have run.
+  void parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context);
+
+ private:
+  void work_loop();
+  // Runs pieces of the current job until none are left.
+  void run_pieces();
+
+  std::vector<std::thread> workers_;
+  std::mutex busy_;  // held by the caller whose job the pool runs
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  uint64_t generation_ = 0;  // bumped for each job
+  bool stopping_ = false;
+
+  // The current job.
+  RangeFunction function_ = nullptr;
+  void* context_ = nullptr;
+  int64_t total_ = 0;
+  int64_t piece_ = 0;
+  int64_t pieces_ = 0;
+  std::atomic<int64_t> next_piece_{0};
+  std::atomic<int64_t> pieces_left_{0};
+};
+
+}  // namespace kiln

@@ -1,0 +1,55 @@
+// The eager path's last two steps, shared by every compiled op: find the
+// kernel for a signature (memory, disk, or build and compile), then launch it
+// on the current stream, split over threads when the work is large.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
+
+#include <functional>
+#include <string_view>
+
+#include "kiln/compiler/kernel_abi.h"
+#include "kiln/ir/kernel.h"
+#include "kiln/runtime/stream.h"
+
+namespace kiln::torch_integration::compiled {
+
+// A kernel signature: op key, dtypes and layout classes of the operands, rank
+// and scalar kinds, as a short string. Built without allocation.
+class Signature {
+ public:
+  explicit Signature(std::string_view op_key) { append(op_key); }
+  Signature& append(std::string_view text);
+  Signature& append(char character);
+  Signature& append_number(int64_t number);
+  std::string_view view() const { return {buffer_, length_}; }
+
+ private:
+  char buffer_[192];
+  size_t length_ = 0;
+};
+
+// The entry of the kernel for `signature`. `build` makes its IR and is called
+// only when the kernel is in neither cache. A failed build or compile raises a
+// RuntimeError naming `op_name`.
+KernelEntry kernel_for(std::string_view signature, const char* op_name,
+                       const std::function<ir::Kernel()>& build);
+
+// Tensors a queued launch holds until it has run, so their memory is not
+// released (empty_cache) under it.
+using KeepAlive = c10::SmallVector<at::Tensor, 4>;
+
+struct LaunchShape {
+  int64_t positions = 0;          // the launch covers [0, positions)
+  int64_t cost_per_position = 1;  // elements touched per position (reductions: the reduced size)
+  size_t bytes = 0;               // memory touched, for the inline-launch decision
+  bool single_threaded = false;
+};
+
+// Queues `entry` on `stream` (or runs it at once when small and the stream is
+// idle). Raises a RuntimeError for a failure reported by an inline run.
+void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const LaunchArgs& args,
+                   const LaunchShape& shape, KeepAlive keep_alive);
+
+}  // namespace kiln::torch_integration::compiled

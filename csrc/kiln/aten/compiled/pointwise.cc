@@ -1,0 +1,170 @@
+#include "kiln/aten/compiled/pointwise.h"
+
+#include <c10/util/Half.h>
+#include <c10/util/BFloat16.h>
+
+#include "kiln/aten/compiled/ir_dtype.h"
+#include "kiln/aten/compiled/kernel_launch.h"
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
+
+namespace kiln::torch_integration::compiled {
+namespace {
+
+// The value of a CPU scalar operand as a launch argument of its kind.
+LaunchScalar read_cpu_scalar(const void* data, ir::DType dtype) {
+  LaunchScalar scalar;
+  switch (dtype) {
+    case ir::DType::kBool: scalar.integer = *static_cast<const bool*>(data) ? 1 : 0; break;
+    case ir::DType::kUInt8: scalar.integer = *static_cast<const uint8_t*>(data); break;
+    case ir::DType::kInt8: scalar.integer = *static_cast<const int8_t*>(data); break;
+    case ir::DType::kInt16: scalar.integer = *static_cast<const int16_t*>(data); break;
+    case ir::DType::kInt32: scalar.integer = *static_cast<const int32_t*>(data); break;
+    case ir::DType::kInt64: scalar.integer = *static_cast<const int64_t*>(data); break;
+    case ir::DType::kFloat16: scalar.real = static_cast<float>(*static_cast<const c10::Half*>(data)); break;
+    case ir::DType::kBFloat16: scalar.real = static_cast<float>(*static_cast<const c10::BFloat16*>(data)); break;
+    case ir::DType::kFloat32: scalar.real = *static_cast<const float*>(data); break;
+    case ir::DType::kFloat64: scalar.real = *static_cast<const double*>(data); break;
+  }
+  return scalar;
+}
+
+// The launch-argument kind holding values of `dtype`.
+ir::DType argument_dtype(ir::DType dtype) {
+  if (dtype == ir::DType::kBool) return ir::DType::kBool;
+  return ir::is_floating(dtype) ? ir::DType::kFloat64 : ir::DType::kInt64;
+}
+
+char signature_char(ir::DType dtype) {
+  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
+}
+
+ir::Layout layout_of(int64_t stride, int64_t size0) {
+  if (size0 == 1 || stride == 1) return ir::Layout::kContiguous;
+  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
+}
+
+struct OperandPlan {
+  int iterator_index;
+  ir::DType dtype;
+  ir::Layout layout;
+  bool is_scalar;
+};
+
+}  // namespace
+
+ir::ValueId PointwiseContext::promoted(int index) {
+  if (input_is_scalar[index]) return builder.cast(inputs[index], ir::compute_dtype(common));
+  if (input_dtypes[index] == common) return inputs[index];
+  return builder.cast(inputs[index], common);
+}
+
+ir::ValueId PointwiseContext::scalar_as(int index, ir::DType dtype) {
+  return builder.cast(scalars[index], ir::compute_dtype(dtype));
+}
+
+void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIteratorBase& iter,
+                      c10::ArrayRef<c10::Scalar> scalars, const PointwiseBody& body) {
+  record_op(op_name, OpPath::kCompiled);
+  const int outputs = iter.noutputs();
+  const int tensors = iter.ntensors();
+  const int rank = std::max(iter.ndim(), 1);
+  TORCH_CHECK(rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ", ir::kMaxRank,
+              " dims after merging contiguous dims, got ", rank);
+  TORCH_CHECK(tensors <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
+  const int64_t size0 = iter.ndim() == 0 ? 1 : iter.shape()[0];
+
+  LaunchArgs args;
+  Signature signature(op_key);
+  signature.append('|');
+  c10::SmallVector<OperandPlan, 8> inputs;
+  c10::SmallVector<OperandPlan, 2> output_plans;
+  int scalar_slots = 0;
+  int kernel_operand = 0;
+  size_t bytes = 0;
+  KeepAlive keep_alive;
+  auto add_tensor = [&](int index, ir::DType dtype) {
+    ir::Layout layout = ir::Layout::kContiguous;
+    int64_t element = ir::dtype_size(dtype);
+    args.data[kernel_operand] = static_cast<char*>(iter.data_ptr(index));
+    if (iter.ndim() == 0) {
+      args.strides[kernel_operand][0] = 0;
+    } else {
+      c10::IntArrayRef strides = iter.strides(index);
+      for (int dim = 0; dim < rank; ++dim) args.strides[kernel_operand][dim] = strides[dim] / element;
+      layout = layout_of(args.strides[kernel_operand][0], size0);
+    }
+    ++kernel_operand;
+    bytes += static_cast<size_t>(iter.numel()) * static_cast<size_t>(element);
+    keep_alive.push_back(iter.tensor(index));
+    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout)).append(',');
+    return layout;
+  };
+  for (int index = outputs; index < tensors; ++index) {
+    ir::DType dtype = require_ir_dtype(iter.dtype(index), op_name);
+    if (iter.is_cpu_scalar(index)) {
+      args.scalars[scalar_slots++] = read_cpu_scalar(iter.data_ptr(index), dtype);
+      inputs.push_back({index, dtype, ir::Layout::kBroadcast, true});
+      signature.append('S').append(ir::dtype_name(dtype)).append(',');
+    } else {
+      inputs.push_back({index, dtype, add_tensor(index, dtype), false});
+    }
+  }
+  signature.append('>');
+  for (int index = 0; index < outputs; ++index) {
+    ir::DType dtype = require_ir_dtype(iter.dtype(index), op_name);
+    output_plans.push_back({index, dtype, add_tensor(index, dtype), false});
+  }
+  signature.append("|r").append_number(rank).append('|');
+  c10::SmallVector<ir::DType, 4> extra_scalars;
+  for (const c10::Scalar& value : scalars) {
+    ir::DType dtype = scalar_ir_dtype(value, op_name);
+    LaunchScalar& slot = args.scalars[scalar_slots++];
+    if (dtype == ir::DType::kFloat64) slot.real = value.toDouble();
+    else slot.integer = value.toLong();
+    extra_scalars.push_back(dtype);
+    signature.append(signature_char(dtype));
+  }
+  TORCH_CHECK(scalar_slots <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
+  for (int dim = 0; dim < rank; ++dim) args.sizes[dim] = iter.ndim() == 0 ? 1 : iter.shape()[dim];
+
+  ir::DType common = iter.common_dtype() == c10::ScalarType::Undefined
+                         ? output_plans[0].dtype
+                         : require_ir_dtype(iter.common_dtype(), op_name);
+  KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
+    ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, rank);
+    PointwiseContext context{builder, {}, {}, {}, common, {}, {}};
+    int slot = 0;
+    for (const OperandPlan& plan : inputs) {
+      if (plan.is_scalar) {
+        int argument = builder.add_scalar(argument_dtype(plan.dtype));
+        ++slot;
+        context.inputs.push_back(builder.cast(builder.scalar(argument), ir::compute_dtype(plan.dtype)));
+      } else {
+        context.inputs.push_back(builder.load(builder.add_input(plan.dtype, plan.layout)));
+      }
+      context.input_dtypes.push_back(plan.dtype);
+      context.input_is_scalar.push_back(plan.is_scalar);
+    }
+    for (ir::DType dtype : extra_scalars) context.scalars.push_back(builder.scalar(builder.add_scalar(dtype)));
+    (void)slot;
+    std::vector<int> output_indices;
+    for (const OperandPlan& plan : output_plans) {
+      output_indices.push_back(builder.add_output(plan.dtype, plan.layout));
+      context.output_dtypes.push_back(plan.dtype);
+    }
+    std::vector<ir::ValueId> results = body(context);
+    TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name, ": body returned ",
+                          results.size(), " values for ", output_indices.size(), " outputs");
+    for (size_t output = 0; output < results.size(); ++output) {
+      builder.store(output_indices[output], results[output]);
+    }
+    return builder.finish();
+  });
+  LaunchShape shape;
+  shape.positions = iter.numel();
+  shape.bytes = bytes;
+  launch_kernel(stream_of(iter.tensor(0)), op_name, entry, args, shape, std::move(keep_alive));
+}
+
+}  // namespace kiln::torch_integration::compiled

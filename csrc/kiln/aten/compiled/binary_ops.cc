@@ -73,7 +73,11 @@ PointwiseBody divide_body(std::optional<c10::string_view> mode) {
   if (*mode == "floor") return apply(OpCode::kFloorDivide);
   return [](PointwiseContext& context) -> std::vector<ir::ValueId> {
     ir::ValueId quotient = context.binary(OpCode::kDivide, context.promoted(0), context.promoted(1));
-    if (ir::is_floating(context.common)) quotient = context.unary(OpCode::kTrunc, quotient);
+    if (ir::is_floating(context.common)) {
+      // ATen's CPU kernel divides in the half type itself (c10::Half's operator/
+      // rounds), then truncates: round the same way first.
+      quotient = context.unary(OpCode::kTrunc, context.builder.cast(quotient, context.common));
+    }
     return {quotient};
   };
 }

@@ -1,0 +1,109 @@
+"""Compiled binary and comparison ops, differentially against the CPU."""
+import pytest
+import torch
+
+from differential import ALL, FLOATING, INTEGRAL, check, compiled_only, make, variants
+
+ARITHMETIC = [torch.add, torch.sub, torch.mul, torch.maximum, torch.minimum]
+COMPARISONS = [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge,
+               torch.logical_and, torch.logical_or, torch.logical_xor]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", ARITHMETIC + COMPARISONS, ids=lambda op: op.__name__)
+def test_layouts(op, dtype):
+    for name, left in variants((5, 7), dtype):
+        right = make(left.shape, dtype)
+        compiled_only(lambda: check(op, left, right, message=f"{op.__name__} {dtype} {name}"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
+def test_broadcast_and_scalars(dtype):
+    x = make((4, 1, 6), dtype)
+    y = make((3, 1), dtype)
+    check(torch.add, x, y, message="broadcast")
+    check(torch.mul, x, 3, message="python int")
+    check(torch.add, x, 2.5, message="python float promotes")
+    check(torch.sub, x, torch.tensor(2), message="0-dim CPU tensor")
+    check(lambda a, b: a + b, make((), dtype), x, message="0-dim device tensor")
+    check(torch.add, x, y, alpha=2, message="alpha")
+
+
+def test_mixed_dtypes_promote():
+    check(torch.add, make((8,), torch.int32), make((8,), torch.float16))
+    check(torch.mul, make((8,), torch.bfloat16), make((8,), torch.float32))
+    check(torch.eq, make((8,), torch.int64), make((8,), torch.float64))
+
+
+@pytest.mark.parametrize("dtype", FLOATING + INTEGRAL)
+def test_in_place_and_out(dtype):
+    def in_place(a, b):
+        a = a.clone()
+        a.mul_(b)
+        return a
+
+    def out_form(a, b):
+        out = torch.empty(0, dtype=a.dtype, device=a.device)
+        torch.sub(a, b, out=out)
+        return out
+
+    for name, left in variants((6, 5), dtype):
+        right = make(left.shape, dtype)
+        check(in_place, left, right, message=name)
+        check(out_form, left, right, message=name)
+
+
+@pytest.mark.parametrize("dtype", FLOATING + INTEGRAL)
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+def test_division(dtype, mode):
+    numerator = make((40,), dtype, low=-20, high=20)
+    denominator = make((40,), dtype, low=1, high=6) * (1 if dtype != torch.bool else 1)
+    denominator = torch.where(torch.arange(40) % 2 == 0, denominator, -denominator).to(dtype)
+    check(torch.div, numerator, denominator, rounding_mode=mode)
+    check(torch.remainder, numerator, denominator)
+    check(torch.fmod, numerator, denominator)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_bitwise_and_shifts(dtype):
+    a = make((32,), dtype, low=-100, high=100)
+    b = make((32,), dtype, low=0, high=8)
+    for op in [torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor,
+               torch.bitwise_left_shift, torch.bitwise_right_shift]:
+        check(op, a, b, message=op.__name__)
+
+
+def test_float_math_binary():
+    a = make((33,), torch.float32)
+    b = make((33,), torch.float32, low=0.5, high=2.0)
+    for op in [torch.atan2, torch.copysign, torch.hypot]:
+        check(op, a, b, message=op.__name__)
+    check(torch.pow, b, a)
+    check(torch.atan2, make((5,), torch.int64), make((5,), torch.int64), message="int promotes to float")
+
+
+def test_nan_propagation_in_maximum():
+    a = torch.tensor([1.0, float("nan"), 3.0])
+    b = torch.tensor([2.0, 1.0, float("nan")])
+    check(torch.maximum, a, b)
+    check(torch.minimum, a, b)
+
+
+def test_errors_match_cpu():
+    check(torch.sub, make((3,), torch.bool), make((3,), torch.bool), message="bool sub")
+    check(lambda a, b: a.add_(b), make((3,), torch.int64), make((3,), torch.float32),
+          message="unsafe in-place cast")
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.add(make((3,), torch.float32).to("kiln"), make((3,), torch.float32))
+
+
+def test_one_kernel_serves_every_shape():
+    import torch_kiln
+    a = make((3, 4), torch.float32).to("kiln")
+    b = make((3, 4), torch.float32).to("kiln")
+    torch.add(a, b)  # warm
+    before = torch_kiln.compiler_stats()["kernels_compiled"] + torch_kiln.compiler_stats()["disk_hits"]
+    for size in [1, 7, 100, 1000]:
+        torch.add(make((size,), torch.float32).to("kiln"), make((size,), torch.float32).to("kiln"))
+    after = torch_kiln.compiler_stats()["kernels_compiled"] + torch_kiln.compiler_stats()["disk_hits"]
+    assert after == before

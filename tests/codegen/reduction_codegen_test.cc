@@ -122,6 +122,29 @@ TEST(ReductionCodegenTest, ColumnArgMinAndAll) {
   EXPECT_EQ(flags, (std::vector<uint8_t>{0, 1, 1}));
 }
 
+// Guards against a GCC 12.2 miscompile of widening row sums (see prelude.cc).
+TEST(ReductionCodegenTest, BoolRowSumsWidenToInt64) {
+  Builder builder("sum_bool", KernelKind::kReduction, 2);
+  int input = builder.add_input(DType::kBool, Layout::kContiguous);
+  builder.reduce(ReduceOp::kSum, builder.cast(builder.load(input), DType::kInt64), 1, true);
+  builder.store(builder.add_output(DType::kInt64, Layout::kStrided), builder.accumulator());
+  KernelEntry entry = compile_kernel(builder.finish());
+  ASSERT_NE(entry, nullptr);
+  for (int64_t length = 1; length < 70; ++length) {
+    const int64_t rows = 3;
+    std::vector<uint8_t> in(rows * length);
+    std::vector<int64_t> out(rows), expected(rows, 0);
+    for (int64_t i = 0; i < rows * length; ++i) {
+      in[i] = (i * 7) % 3 == 0;
+      expected[i / length] += in[i];
+    }
+    LaunchBuilder launch({rows, length});
+    launch.operand(in.data(), {length, 1}).operand(out.data(), {1, 0});
+    entry(&launch.args, 0, rows);
+    ASSERT_EQ(out, expected) << "length " << length;
+  }
+}
+
 TEST(ReductionCodegenTest, IntegerSumWraps) {
   Builder builder("sum_i64", KernelKind::kReduction, 1);
   int input = builder.add_input(DType::kInt64, Layout::kContiguous);

@@ -157,7 +157,8 @@ class Emitter {
 
   std::string run(const std::string& entry) {
     out_ << c_prelude() << "\n/*\n" << ir::print(kernel_) << "*/\n";
-    out_ << "KILN_EXPORT void " << entry
+    out_ << "KILN_EXPORT " << (kernel_.kind == ir::KernelKind::kReduction ? "KILN_REDUCTION " : "")
+         << "void " << entry
          << "(const kiln_launch_args* args, int64_t begin, int64_t end) {\n";
     if (kernel_.kind == ir::KernelKind::kPointwise) {
       emit_pointwise();

@@ -24,6 +24,14 @@ typedef struct {
 } kiln_launch_args;
 _Static_assert(sizeof(kiln_launch_args) == 8 * (16 + 8 + 128 + 8 + 2), "launch ABI");
 #define KILN_EXPORT __attribute__((visibility("default")))
+/* GCC 12.2 miscompiles the lane loops of row reductions that widen 8-bit
+   values to 64 bits inside the per-output loop (partial redundancy elimination
+   after loop vectorisation); reductions turn that pass off. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KILN_REDUCTION __attribute__((optimize("no-tree-pre")))
+#else
+#define KILN_REDUCTION
+#endif
 
 static inline float kiln_load_f16(uint16_t bits) {
   _Float16 value; __builtin_memcpy(&value, &bits, 2); return (float)value;

@@ -1,0 +1,199 @@
+#include "kiln/aten/compiled/reduction.h"
+
+#include <ATen/ops/as_strided.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "kiln/aten/compiled/ir_dtype.h"
+#include "kiln/aten/compiled/kernel_launch.h"
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
+
+namespace kiln::torch_integration::compiled {
+namespace {
+
+constexpr int kMaxDims = 64;
+
+struct Dim {
+  int64_t size;
+  int64_t strides[ir::kMaxOperands];  // per kernel operand, in elements
+};
+
+ir::Layout layout_of(int64_t stride, int64_t size) {
+  if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
+  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
+}
+
+// Merges neighbours of `group` (fastest first) where every operand steps
+// through both as through one dim.
+void coalesce(std::vector<Dim>& group, int operands) {
+  std::vector<Dim> merged;
+  for (const Dim& dim : group) {
+    if (!merged.empty()) {
+      Dim& previous = merged.back();
+      bool mergeable = true;
+      for (int index = 0; index < operands; ++index) {
+        if (dim.strides[index] != previous.strides[index] * previous.size) mergeable = false;
+      }
+      if (mergeable) {
+        previous.size *= dim.size;
+        continue;
+      }
+    }
+    merged.push_back(dim);
+  }
+  group = std::move(merged);
+}
+
+char signature_char(ir::DType dtype) {
+  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
+}
+
+}  // namespace
+
+at::Tensor keepdim_view(const at::Tensor& output, int64_t rank, c10::IntArrayRef reduced) {
+  if (output.dim() == rank) return output;
+  std::vector<bool> is_reduced(rank, false);
+  for (int64_t dim : reduced) is_reduced[dim] = true;
+  std::vector<int64_t> sizes, strides;
+  int64_t source = 0;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    if (is_reduced[dim]) {
+      sizes.push_back(1);
+      strides.push_back(0);
+    } else {
+      sizes.push_back(output.size(source));
+      strides.push_back(output.stride(source));
+      ++source;
+    }
+  }
+  return output.as_strided(sizes, strides);
+}
+
+void launch_reduction(const char* op_name, std::string_view op_key,
+                      c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
+                      c10::IntArrayRef reduced, c10::ArrayRef<c10::Scalar> scalars,
+                      const ReductionSpec& spec) {
+  record_op(op_name, OpPath::kCompiled);
+  const int input_count = static_cast<int>(inputs.size());
+  const int operands = input_count + static_cast<int>(outputs.size());
+  TORCH_CHECK(operands <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
+  const at::Tensor& reference = inputs[0];
+  const int64_t rank = reference.dim();
+  TORCH_INTERNAL_ASSERT(rank <= kMaxDims);
+  std::vector<bool> is_reduced(rank, false);
+  for (int64_t dim : reduced) is_reduced[dim] = true;
+
+  auto operand = [&](int index) -> const at::Tensor& {
+    return index < input_count ? inputs[index] : outputs[index - input_count];
+  };
+  for (int index = 0; index < operands; ++index) {
+    TORCH_INTERNAL_ASSERT(operand(index).dim() == rank, op_name, ": operand ranks differ");
+  }
+
+  std::vector<Dim> kept, reduced_dims;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    if (reference.size(dim) == 1) continue;
+    Dim entry{reference.size(dim), {}};
+    for (int index = 0; index < operands; ++index) {
+      bool output = index >= input_count;
+      entry.strides[index] = (output && is_reduced[dim]) ? 0 : operand(index).stride(dim);
+    }
+    (is_reduced[dim] ? reduced_dims : kept).push_back(entry);
+  }
+  // Fastest first: outputs decide the order of kept dims, input 0 that of
+  // reduced dims (unless the index must follow the logical order).
+  auto by_stride = [](int operand_index) {
+    return [operand_index](const Dim& a, const Dim& b) {
+      return std::abs(a.strides[operand_index]) < std::abs(b.strides[operand_index]);
+    };
+  };
+  std::stable_sort(kept.begin(), kept.end(), by_stride(input_count));
+  if (!spec.logical_order) std::stable_sort(reduced_dims.begin(), reduced_dims.end(), by_stride(0));
+  coalesce(kept, operands);
+  coalesce(reduced_dims, operands);
+  if (reduced_dims.empty()) reduced_dims.push_back(Dim{1, {}});
+  const int kept_rank = static_cast<int>(kept.size());
+  const int kernel_rank = kept_rank + static_cast<int>(reduced_dims.size());
+  TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
+              ir::kMaxRank, " dims after merging, got ", kernel_rank);
+  bool inner = kept.empty() ||
+               std::abs(reduced_dims[0].strides[0]) <= std::abs(kept[0].strides[0]);
+  const Dim& vector_dim = inner ? reduced_dims[0] : kept[0];
+
+  LaunchArgs args;
+  int64_t positions = 1, cost = 1;
+  for (int dim = 0; dim < kernel_rank; ++dim) {
+    const Dim& entry = dim < kept_rank ? kept[dim] : reduced_dims[dim - kept_rank];
+    args.sizes[dim] = entry.size;
+    for (int index = 0; index < operands; ++index) args.strides[index][dim] = entry.strides[index];
+    (dim < kept_rank ? positions : cost) *= entry.size;
+  }
+
+  Signature signature(op_key);
+  signature.append('|');
+  std::vector<ir::DType> dtypes;
+  std::vector<ir::Layout> layouts;
+  KeepAlive keep_alive;
+  size_t bytes = 0;
+  for (int index = 0; index < operands; ++index) {
+    const at::Tensor& tensor = operand(index);
+    ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
+    ir::Layout layout = layout_of(vector_dim.strides[index], vector_dim.size);
+    dtypes.push_back(dtype);
+    layouts.push_back(layout);
+    args.data[index] = static_cast<char*>(tensor.data_ptr());
+    keep_alive.push_back(tensor);
+    bytes += static_cast<size_t>(tensor.numel()) * tensor.element_size();
+    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));
+    signature.append(index + 1 == input_count ? '>' : ',');
+  }
+  signature.append("|k").append_number(kept_rank).append('r').append_number(kernel_rank - kept_rank);
+  signature.append(inner ? 'i' : 'o').append('|');
+  std::vector<ir::DType> scalar_dtypes;
+  int slot = 0;
+  for (const c10::Scalar& value : scalars) {
+    ir::DType dtype = scalar_ir_dtype(value, op_name);
+    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
+    else args.scalars[slot].integer = value.toLong();
+    ++slot;
+    scalar_dtypes.push_back(dtype);
+    signature.append(signature_char(dtype));
+  }
+
+  KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
+    ir::Builder builder(std::string(op_key), ir::KernelKind::kReduction, kernel_rank);
+    ReductionContext context{builder, {}, {}, {}, {}};
+    for (int index = 0; index < input_count; ++index) {
+      context.inputs.push_back(builder.load(builder.add_input(dtypes[index], layouts[index])));
+      context.input_dtypes.push_back(dtypes[index]);
+    }
+    for (ir::DType dtype : scalar_dtypes) context.scalars.push_back(builder.scalar(builder.add_scalar(dtype)));
+    std::vector<int> output_indices;
+    for (int index = input_count; index < operands; ++index) {
+      output_indices.push_back(builder.add_output(dtypes[index], layouts[index]));
+      context.output_dtypes.push_back(dtypes[index]);
+    }
+    builder.reduce(spec.op, spec.element(context), kept_rank, inner);
+    std::vector<ir::ValueId> results;
+    if (spec.epilogue) {
+      results = spec.epilogue(context);
+    } else {
+      results.push_back(builder.accumulator());
+    }
+    TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name,
+                          ": epilogue returned the wrong number of values");
+    for (size_t output = 0; output < results.size(); ++output) {
+      builder.store(output_indices[output], results[output]);
+    }
+    return builder.finish();
+  });
+  LaunchShape shape;
+  shape.positions = positions;
+  shape.cost_per_position = cost;
+  shape.bytes = bytes;
+  launch_kernel(stream_of(outputs[0]), op_name, entry, args, shape, std::move(keep_alive));
+}
+
+}  // namespace kiln::torch_integration::compiled

@@ -1,0 +1,54 @@
+// Reductions on the compiled path.
+//
+// The caller gives the inputs (all of one shape: expand() broadcast operands),
+// the outputs as views with that shape's rank and size 1 in every reduced dim
+// (keepdim views), and the reduced dims. launch_reduction orders and merges
+// the dims (kept dims first, each group fastest-first), picks a row reduction
+// (the input's fastest dim is reduced: vectorised across lanes) or a column
+// reduction (a kept dim is fastest: vectorised across neighbouring outputs),
+// and builds, caches and launches the kernel.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "kiln/ir/builder.h"
+
+namespace kiln::torch_integration::compiled {
+
+struct ReductionContext {
+  ir::Builder& builder;
+  std::vector<ir::ValueId> inputs;      // per-element values, each in its compute dtype
+  std::vector<ir::DType> input_dtypes;
+  std::vector<ir::ValueId> scalars;     // the op's scalars (f64, i64 or bool)
+  std::vector<ir::DType> output_dtypes;
+};
+
+struct ReductionSpec {
+  ir::ReduceOp op = ir::ReduceOp::kSum;
+  // The value folded for each element (reads context.inputs and scalars).
+  std::function<ir::ValueId(ReductionContext&)> element;
+  // One value per output, from builder.accumulator() (and accumulator_index()
+  // for argmax/argmin) and scalars. Null: store the accumulator.
+  std::function<std::vector<ir::ValueId>(ReductionContext&)> epilogue;
+  // argmax/argmin: order the reduced dims as the tensor's logical dims, so the
+  // index is the row-major position in the reduced dims.
+  bool logical_order = false;
+};
+
+// `reduced` lists the reduced dims (non-negative, of inputs[0]). `op_key`
+// names the spec's semantics in the kernel signature; `op_name` (static)
+// labels errors and op tracking.
+void launch_reduction(const char* op_name, std::string_view op_key,
+                      c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
+                      c10::IntArrayRef reduced, c10::ArrayRef<c10::Scalar> scalars,
+                      const ReductionSpec& spec);
+
+// The keepdim view of `output` for a reduction of a tensor of rank `rank` over
+// `reduced` (output has the reduced dims removed when keepdim was false).
+at::Tensor keepdim_view(const at::Tensor& output, int64_t rank, c10::IntArrayRef reduced);
+
+}  // namespace kiln::torch_integration::compiled

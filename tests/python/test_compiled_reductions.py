@@ -1,0 +1,69 @@
+"""Compiled reductions, differentially against the CPU."""
+import pytest
+import torch
+
+from differential import ALL, FLOATING, INTEGRAL, check, compiled_only, make, variants
+
+DIMS = [None, 0, 1, -1, (0, 1), (0, 2), ()]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum(dtype, keepdim):
+    for name, x in variants((4, 6, 33), dtype):
+        for dims in DIMS:
+            if dims is None:
+                compiled_only(lambda: check(torch.sum, x, message=f"{name} all"))
+                continue
+            if x.dim() == 0 and dims not in [(), 0, -1]:
+                continue
+            compiled_only(lambda: check(torch.sum, x, dims, keepdim=keepdim, message=f"{name} {dims}"))
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+def test_mean(dtype):
+    for name, x in variants((5, 40), dtype):
+        check(torch.mean, x, message=name)
+        if x.dim() == 2:
+            check(torch.mean, x, 0, message=name)
+            check(torch.mean, x, 1, keepdim=True, message=name)
+    check(torch.mean, make((4,), torch.int64), message="integer mean is an error")
+
+
+@pytest.mark.parametrize("dtype", FLOATING + INTEGRAL)
+@pytest.mark.parametrize("op", [torch.amax, torch.amin], ids=["amax", "amin"])
+def test_amax_amin(op, dtype):
+    for name, x in variants((6, 19), dtype):
+        if x.numel() == 0:
+            check(op, x, -1, message=f"{name}: empty reduction raises")
+            continue
+        check(op, x, message=name)
+        if x.dim() == 2:
+            check(op, x, 0, message=name)
+            check(op, x, 1, True, message=name)
+
+
+def test_nan_propagates_in_amax():
+    x = make((3, 20), torch.float32)
+    x[1, 7] = float("nan")
+    check(torch.amax, x, 1)
+    check(torch.amin, x, 0)
+
+
+def test_sum_dtype_and_out():
+    x = make((10, 3), torch.float16)
+    check(torch.sum, x, 0, dtype=torch.float32)
+    check(lambda a: torch.sum(a, 1, out=torch.empty(0, dtype=a.dtype, device=a.device)), x)
+    check(torch.sum, make((100,), torch.bool), message="bool sums to int64")
+
+
+def test_large_reductions_use_threads_correctly():
+    x = make((512, 1024), torch.float32)
+    # Sums of 1024 float32 values round differently in different orders.
+    check(torch.sum, x, 1, tolerance=(1e-5, 1e-4))
+    check(torch.sum, x, 0, tolerance=(1e-5, 1e-4))
+    check(torch.amax, x.t(), 1)
+    y = make((3000000,), torch.float32)
+    expected = y.double().sum()
+    actual = y.to("kiln").sum().cpu().double()
+    assert abs(actual - expected) < 1e-3 * y.abs().sum()

@@ -99,6 +99,15 @@ TEST(VerifierTest, RejectsElementReadsInReductionEpilogue) {
   EXPECT_NE(status.message().find("epilogue"), std::string::npos);
 }
 
+TEST(VerifierTest, RejectsNonIntegerStoreOffsets) {
+  Builder builder("bad_scatter", KernelKind::kPointwise, 1);
+  ValueId x = builder.load(builder.add_input(DType::kFloat32, Layout::kContiguous));
+  builder.store_indexed(builder.add_output(DType::kFloat32, Layout::kBroadcast), x, x, true);
+  Status status = verify(builder.finish());
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("not int64"), std::string::npos);
+}
+
 TEST(VerifierTest, RejectsTooManyOperandsAndBadRank) {
   Kernel kernel = add_kernel(DType::kFloat32, Layout::kContiguous);
   kernel.rank = kMaxRank + 1;

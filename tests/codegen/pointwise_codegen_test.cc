@@ -198,6 +198,31 @@ TEST(PointwiseCodegenTest, SelectAndMathFunctionsAndCoordinates) {
   }
 }
 
+TEST(PointwiseCodegenTest, IndexedAccumulatingStoreScattersAdds) {
+  // out[index[i]] += source[i]: the output does not move with the position.
+  Builder builder("scatter_add", KernelKind::kPointwise, 1);
+  ValueId source = builder.load(builder.add_input(DType::kFloat16, Layout::kContiguous));
+  ValueId index = builder.load(builder.add_input(DType::kInt64, Layout::kContiguous));
+  int output = builder.add_output(DType::kFloat16, Layout::kBroadcast);
+  builder.store_indexed(output, source, index, /*accumulate=*/true);
+  Kernel kernel = builder.finish();
+  EXPECT_TRUE(kernel.single_threaded);
+  KernelEntry entry = compile_kernel(kernel);
+  ASSERT_NE(entry, nullptr);
+  using testing_support::float_to_half_bits;
+  using testing_support::half_bits_to_float;
+  std::vector<uint16_t> values = {float_to_half_bits(1), float_to_half_bits(2), float_to_half_bits(4),
+                                  float_to_half_bits(8)};
+  std::vector<int64_t> indices = {2, 0, 2, 2};
+  std::vector<uint16_t> out(3, float_to_half_bits(0.5f));
+  LaunchBuilder launch({4});
+  launch.operand(values.data(), {1}).operand(indices.data(), {1}).operand(out.data(), {0});
+  entry(&launch.args, 0, 4);
+  EXPECT_EQ(half_bits_to_float(out[0]), 2.5f);
+  EXPECT_EQ(half_bits_to_float(out[1]), 0.5f);
+  EXPECT_EQ(half_bits_to_float(out[2]), 13.5f);
+}
+
 TEST(PointwiseCodegenTest, RandomBitsAreDeterministicPerPosition) {
   Builder builder("random", KernelKind::kPointwise, 1);
   builder.add_input(DType::kFloat32, Layout::kContiguous);

@@ -18,6 +18,8 @@ int Builder::add_input(DType dtype, Layout layout) {
 int Builder::add_output(DType dtype, Layout layout) {
   kernel_.outputs.push_back({dtype, layout});
   kernel_.results.push_back(kNoValue);
+  kernel_.store_offsets.push_back(kNoValue);
+  kernel_.store_accumulates.push_back(false);
   return static_cast<int>(kernel_.outputs.size()) - 1;
 }
 
@@ -146,6 +148,13 @@ ValueId Builder::cast(ValueId x, DType dtype) {
 }
 
 void Builder::store(int output, ValueId value) { kernel_.results.at(output) = value; }
+
+void Builder::store_indexed(int output, ValueId value, ValueId element_offset, bool accumulate) {
+  kernel_.results.at(output) = value;
+  kernel_.store_offsets.at(output) = element_offset;
+  kernel_.store_accumulates.at(output) = accumulate;
+  kernel_.single_threaded = true;
+}
 
 void Builder::reduce(ReduceOp op, ValueId value, int kept_rank, bool inner) {
   kernel_.reduction.op = op;

@@ -46,6 +46,10 @@ class Builder {
   DType dtype_of(ValueId value) const { return kernel_.nodes[value].dtype; }
 
   void store(int output, ValueId value);
+  // Stores `value` at the current position plus `element_offset` (int64) of
+  // `output`, adding to the element there when `accumulate`. Makes the kernel
+  // single-threaded: several positions may address one element.
+  void store_indexed(int output, ValueId value, ValueId element_offset, bool accumulate);
   // Reductions: folds `value` with `op`; the epilogue reads the result through
   // accumulator(). `kept_rank` dims are kept; `inner` as in Reduction.
   void reduce(ReduceOp op, ValueId value, int kept_rank, bool inner);

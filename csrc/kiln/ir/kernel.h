@@ -73,9 +73,14 @@ struct Kernel {
   std::vector<DType> scalars;  // f64, i64 or bool launch arguments
   std::vector<Node> nodes;
   std::vector<ValueId> results;  // outputs[i] stores nodes[results[i]]
+  // Indexed stores (scatter, index_put, embedding backward): per output, an
+  // int64 element offset added to the current position (kNoValue: none), and
+  // whether the value is added to what is there instead of replacing it.
+  std::vector<ValueId> store_offsets;
+  std::vector<bool> store_accumulates;
   Reduction reduction;           // reductions only
-  // Indexed stores accumulate into outputs; a kernel that scatters is run on
-  // one thread. (Set by the lowering of scatter-like ops.)
+  // Set when two positions may store to one element (indexed stores): the
+  // kernel then runs on one thread, in position order.
   bool single_threaded = false;
 };
 

@@ -64,7 +64,10 @@ std::string print_body(const Kernel& kernel) {
     print_node(out, static_cast<ValueId>(i), kernel.nodes[i]);
   }
   for (size_t i = 0; i < kernel.results.size(); ++i) {
-    out << "  store " << i << " %" << kernel.results[i] << "\n";
+    out << "  " << (kernel.store_accumulates[i] ? "accumulate " : "store ") << i << " %"
+        << kernel.results[i];
+    if (kernel.store_offsets[i] != kNoValue) out << " at +%" << kernel.store_offsets[i];
+    out << "\n";
   }
   return out.str();
 }

@@ -29,6 +29,16 @@ class Verifier {
     for (size_t output = 0; output < kernel_.results.size(); ++output) {
       ValueId value = kernel_.results[output];
       if (!valid(value)) return fail("output " + std::to_string(output) + " is never stored");
+      ValueId offset = kernel_.store_offsets[output];
+      if (offset == kNoValue) {
+        if (kernel_.store_accumulates[output]) return fail("an accumulating store needs an offset");
+        continue;
+      }
+      if (!valid(offset) || kernel_.nodes[offset].dtype != DType::kInt64) {
+        return fail("output " + std::to_string(output) + " has a store offset that is not int64");
+      }
+      if (kernel_.kind != KernelKind::kPointwise) return fail("indexed stores are pointwise only");
+      if (!kernel_.single_threaded) return fail("indexed stores must be single-threaded");
     }
     if (kernel_.kind == KernelKind::kReduction) return check_reduction();
     for (const Node& node : kernel_.nodes) {
@@ -57,7 +67,11 @@ class Verifier {
                   std::to_string(kMaxOperands));
     }
     if (kernel_.outputs.empty()) return fail("no outputs");
-    if (kernel_.results.size() != kernel_.outputs.size()) return fail("results do not match outputs");
+    if (kernel_.results.size() != kernel_.outputs.size() ||
+        kernel_.store_offsets.size() != kernel_.outputs.size() ||
+        kernel_.store_accumulates.size() != kernel_.outputs.size()) {
+      return fail("results do not match outputs");
+    }
     if (kernel_.scalars.size() > static_cast<size_t>(kMaxScalars)) return fail("too many scalars");
     for (DType dtype : kernel_.scalars) {
       if (dtype != DType::kFloat64 && dtype != DType::kInt64 && dtype != DType::kBool) {

@@ -436,9 +436,21 @@ class Emitter {
     for (size_t output = 0; output < kernel_.outputs.size(); ++output) {
       int index = input_count() + static_cast<int>(output);
       ValueId result = kernel_.results[output];
-      out_ << indent << element(index, position) << " = "
-           << store_conversion(kernel_.outputs[output].dtype, kernel_.nodes[result].dtype, value(result))
-           << ";\n";
+      DType storage = kernel_.outputs[output].dtype;
+      DType from = kernel_.nodes[result].dtype;
+      std::string target = element(index, position);
+      ValueId offset = kernel_.store_offsets[output];
+      if (offset != ir::kNoValue) target.insert(target.size() - 1, " + " + value(offset));
+      if (!kernel_.store_accumulates[output]) {
+        out_ << indent << target << " = " << store_conversion(storage, from, value(result)) << ";\n";
+        continue;
+      }
+      // Accumulate in the compute dtype of the output, then round once.
+      DType compute = ir::compute_dtype(storage);
+      std::string sum = convert(load_conversion(storage, target), compute, compute) + " + " +
+                        convert(value(result), from, compute);
+      if (storage == DType::kBool) sum = load_conversion(storage, target) + " | " + convert(value(result), from, DType::kBool);
+      out_ << indent << target << " = " << store_conversion(storage, compute, "(" + sum + ")") << ";\n";
     }
   }
 
@@ -488,7 +500,11 @@ class Emitter {
     declare_pointers("    ", 0);
     out_ << "    for (int64_t j = 0; j < count; ++j) {\n";
     out_ << "      const int64_t c0 = first0 + j; (void)c0;\n";
-    emit_nodes(reached_from(kernel_.results), "      ", "j", "(position + j)");
+    std::vector<ValueId> roots = kernel_.results;
+    for (ValueId offset : kernel_.store_offsets) {
+      if (offset != ir::kNoValue) roots.push_back(offset);
+    }
+    emit_nodes(reached_from(roots), "      ", "j", "(position + j)");
     emit_stores("      ", "j");
     out_ << "    }\n";
     out_ << "    position += count;\n";

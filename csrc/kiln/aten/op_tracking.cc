@@ -1,5 +1,7 @@
 #include "kiln/aten/op_tracking.h"
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -13,9 +15,15 @@ struct NameHash {
   size_t operator()(std::string_view name) const { return std::hash<std::string_view>()(name); }
 };
 
+// One op's counts. Counters are never removed (clearing zeroes them), so a
+// thread may cache a counter's address for a static op name.
+struct Counter {
+  std::atomic<int64_t> by_path[kOpPathCount] = {0, 0, 0, 0};
+};
+
 struct Tracker {
   std::mutex mutex;
-  std::unordered_map<std::string, OpCounts, NameHash, std::equal_to<>> counts;
+  std::unordered_map<std::string, std::unique_ptr<Counter>, NameHash, std::equal_to<>> counts;
 };
 
 Tracker& tracker() {
@@ -35,25 +43,56 @@ const char* op_path_name(OpPath path) {
   return "unknown";
 }
 
-bool record_op(std::string_view op_name, OpPath path) {
+namespace {
+
+Counter& counter_for(std::string_view op_name) {
   Tracker& state = tracker();
   std::lock_guard<std::mutex> lock(state.mutex);
   auto found = state.counts.find(op_name);
-  if (found == state.counts.end()) found = state.counts.emplace(op_name, OpCounts{}).first;
-  int64_t& count = found->second.by_path[static_cast<int>(path)];
-  return count++ == 0;
+  if (found == state.counts.end()) {
+    found = state.counts.emplace(std::string(op_name), std::make_unique<Counter>()).first;
+  }
+  return *found->second;
+}
+
+bool count(Counter& counter, OpPath path) {
+  return counter.by_path[static_cast<int>(path)].fetch_add(1, std::memory_order_relaxed) == 0;
+}
+
+}  // namespace
+
+bool record_op(std::string_view op_name, OpPath path) { return count(counter_for(op_name), path); }
+
+bool record_static_op(const char* op_name, OpPath path) {
+  // Per thread, the counter of each static name: no lock, no hashing of the text.
+  thread_local std::unordered_map<const char*, Counter*> cached;
+  Counter*& counter = cached[op_name];
+  if (counter == nullptr) counter = &counter_for(op_name);
+  return count(*counter, path);
 }
 
 std::map<std::string, OpCounts> op_counts() {
   Tracker& state = tracker();
   std::lock_guard<std::mutex> lock(state.mutex);
-  return std::map<std::string, OpCounts>(state.counts.begin(), state.counts.end());
+  std::map<std::string, OpCounts> result;
+  for (const auto& [name, counter] : state.counts) {
+    OpCounts counts;
+    bool any = false;
+    for (int path = 0; path < kOpPathCount; ++path) {
+      counts.by_path[path] = counter->by_path[path].load(std::memory_order_relaxed);
+      any = any || counts.by_path[path] != 0;
+    }
+    if (any) result.emplace(name, counts);
+  }
+  return result;
 }
 
 void clear_op_tracking() {
   Tracker& state = tracker();
   std::lock_guard<std::mutex> lock(state.mutex);
-  state.counts.clear();
+  for (auto& entry : state.counts) {
+    for (auto& path_count : entry.second->by_path) path_count.store(0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace kiln::torch_integration

@@ -7,7 +7,8 @@
 //   compiled  a Kiln-generated kernel
 //   library   a vendor-library call (matmul, convolution, ...) on device memory
 //   fallback  copied to the CPU, run there, copied back
-// Thread-safe; counting costs one hashed lookup under a mutex.
+// Thread-safe. Counting costs one hashed lookup under a mutex, or for a static
+// name one per-thread pointer lookup and an atomic increment.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,9 @@ const char* op_path_name(OpPath path);
 // Counts one execution of `op_name` (e.g. "aten::add.Tensor") by `path`.
 // Returns true the first time this op is recorded for this path.
 bool record_op(std::string_view op_name, OpPath path);
+// The same for a name with static storage (a string literal): the per-launch
+// path of compiled kernels, which skips the lock and the hashing of the text.
+bool record_static_op(const char* op_name, OpPath path);
 
 struct OpCounts {
   int64_t by_path[kOpPathCount] = {0, 0, 0, 0};

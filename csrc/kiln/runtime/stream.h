@@ -69,6 +69,19 @@ class Stream {
     return enqueue(name, Work(std::forward<Function>(work)));
   }
 
+  // Runs `work` in the caller if it touches at most kInlineLaunchBytes and the
+  // stream is idle, storing its Status in `status` and returning true; returns
+  // false (running nothing) otherwise, and the caller enqueues. Lets a caller
+  // pass work that refers to its locals, copying them only when it enqueues.
+  template <typename Function>
+  bool run_inline_if_idle(const char* name, size_t bytes, Function&& work, Status& status) {
+    if (bytes > kInlineLaunchBytes || !try_begin_inline()) return false;
+    status = run_inline(work);
+    end_inline();
+    if (!status.ok()) status = with_stream_context(name, status);
+    return true;
+  }
+
   // Waits until every queued item has run. Returns (and clears) the first
   // failure since the last synchronize.
   Status synchronize();

@@ -52,15 +52,25 @@ Signature& Signature::append(char character) {
 }
 
 Signature& Signature::append_number(int64_t number) {
+  // By hand: snprintf's format parsing showed up in the per-op cost.
   char digits[24];
-  int count = std::snprintf(digits, sizeof(digits), "%lld", static_cast<long long>(number));
-  return append(std::string_view(digits, static_cast<size_t>(count)));
+  int count = 0;
+  uint64_t magnitude = number < 0 ? 0 - static_cast<uint64_t>(number) : static_cast<uint64_t>(number);
+  do {
+    digits[sizeof(digits) - 1 - count++] = static_cast<char>('0' + magnitude % 10);
+    magnitude /= 10;
+  } while (magnitude != 0);
+  if (number < 0) digits[sizeof(digits) - 1 - count++] = '-';
+  return append(std::string_view(digits + sizeof(digits) - count, static_cast<size_t>(count)));
 }
 
-KernelEntry kernel_for(std::string_view signature, const char* op_name,
-                       const std::function<ir::Kernel()>& build) {
+KernelEntry cached_kernel(std::string_view signature) {
+  return reinterpret_cast<KernelEntry>(KernelCache::instance().lookup(signature));
+}
+
+KernelEntry build_kernel(std::string_view signature, const char* op_name,
+                         const std::function<ir::Kernel()>& build) {
   KernelCache& cache = KernelCache::instance();
-  if (void* entry = cache.lookup(signature)) return reinterpret_cast<KernelEntry>(entry);
   StatusOr<void*> loaded = cache.load(signature, [&]() -> StatusOr<KernelSource> {
     ir::Kernel kernel = build();
     StatusOr<codegen::CSource> source = codegen::generate_c(kernel);
@@ -81,7 +91,16 @@ KernelEntry kernel_for(std::string_view signature, const char* op_name,
 void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const LaunchArgs& args,
                    const LaunchShape& shape, KeepAlive keep_alive) {
   if (shape.positions <= 0) return;
-  Status status = stream.launch(op_name, shape.bytes,
+  // Small work on an idle stream runs here, reading the arguments in place.
+  Status status;
+  if (stream.run_inline_if_idle(op_name, shape.bytes, [&]() {
+        run(entry, args, shape);
+        return Status();
+      }, status)) {
+    check_status(status);
+    return;
+  }
+  status = stream.enqueue(op_name,
                                 [entry, args, shape, keep_alive = std::move(keep_alive)]() {
                                   run(entry, args, shape);
                                   return Status();

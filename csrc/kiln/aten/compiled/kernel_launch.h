@@ -30,11 +30,21 @@ class Signature {
   size_t length_ = 0;
 };
 
+// The kernel for `signature` if this process has loaded it, else nullptr.
+KernelEntry cached_kernel(std::string_view signature);
+// Loads the kernel for `signature` from disk, or builds its IR with `build`
+// and compiles it. A failed build or compile raises a RuntimeError naming
+// `op_name`.
+KernelEntry build_kernel(std::string_view signature, const char* op_name,
+                         const std::function<ir::Kernel()>& build);
+
 // The entry of the kernel for `signature`. `build` makes its IR and is called
-// only when the kernel is in neither cache. A failed build or compile raises a
-// RuntimeError naming `op_name`.
-KernelEntry kernel_for(std::string_view signature, const char* op_name,
-                       const std::function<ir::Kernel()>& build);
+// only when the kernel is in neither cache (no std::function is made on a hit).
+template <typename Build>
+KernelEntry kernel_for(std::string_view signature, const char* op_name, Build&& build) {
+  if (KernelEntry entry = cached_kernel(signature)) return entry;
+  return build_kernel(signature, op_name, std::function<ir::Kernel()>(std::forward<Build>(build)));
+}
 
 // Tensors a queued launch holds until it has run, so their memory is not
 // released (empty_cache) under it.

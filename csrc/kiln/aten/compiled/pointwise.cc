@@ -65,7 +65,7 @@ ir::ValueId PointwiseContext::scalar_as(int index, ir::DType dtype) {
 
 void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIteratorBase& iter,
                       c10::ArrayRef<c10::Scalar> scalars, const PointwiseBody& body) {
-  record_op(op_name, OpPath::kCompiled);
+  record_static_op(op_name, OpPath::kCompiled);
   const int outputs = iter.noutputs();
   const int tensors = iter.ntensors();
   const int rank = std::max(iter.ndim(), 1);

@@ -75,7 +75,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
                       c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
                       c10::IntArrayRef reduced, c10::ArrayRef<c10::Scalar> scalars,
                       const ReductionSpec& spec) {
-  record_op(op_name, OpPath::kCompiled);
+  record_static_op(op_name, OpPath::kCompiled);
   const int input_count = static_cast<int>(inputs.size());
   const int operands = input_count + static_cast<int>(outputs.size());
   TORCH_CHECK(operands <= ir::kMaxOperands, op_name, ": too many operands for one kernel");

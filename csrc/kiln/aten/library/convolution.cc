@@ -63,7 +63,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                        c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
                        c10::IntArrayRef output_padding, int64_t groups) {
-  record_op("aten::convolution", OpPath::kLibrary);
+  record_static_op("aten::convolution", OpPath::kLibrary);
   check_device(input, weight);
   if (bias.has_value() && bias->defined()) check_device(input, *bias);
   at::Tensor meta_result = at::convolution(meta_like(input), meta_like(weight), meta_like(bias),
@@ -92,7 +92,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     at::OptionalIntArrayRef bias_sizes, c10::IntArrayRef stride, c10::IntArrayRef padding,
     c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
-  record_op("aten::convolution_backward", OpPath::kLibrary);
+  record_static_op("aten::convolution_backward", OpPath::kLibrary);
   check_device(input, weight);
   check_device(input, grad_output);
   auto [meta_input, meta_weight, meta_bias] = at::convolution_backward(

@@ -81,7 +81,7 @@ void launch(const char* name, at::Tensor& out, size_t bytes, Call call) {
 }  // namespace
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  record_op("aten::mm.out", OpPath::kLibrary);
+  record_static_op("aten::mm.out", OpPath::kLibrary);
   check_same_kiln_device({&self, &mat2, &out}, "mm");
   check_matrices(self, mat2);
   check_out_dtype(out, self);
@@ -93,7 +93,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
 
 at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
-  record_op("aten::addmm.out", OpPath::kLibrary);
+  record_static_op("aten::addmm.out", OpPath::kLibrary);
   check_same_kiln_device({&self, &mat1, &mat2, &out}, "addmm");
   check_matrices(mat1, mat2);
   check_same_dtype(self, mat1);
@@ -110,7 +110,7 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
 }
 
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  record_op("aten::bmm.out", OpPath::kLibrary);
+  record_static_op("aten::bmm.out", OpPath::kLibrary);
   check_same_kiln_device({&self, &mat2, &out}, "bmm");
   check_batches(self, mat2);
   check_out_dtype(out, self);
@@ -123,7 +123,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
 at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                         const at::Tensor& batch2, const c10::Scalar& beta,
                         const c10::Scalar& alpha, at::Tensor& out) {
-  record_op("aten::baddbmm.out", OpPath::kLibrary);
+  record_static_op("aten::baddbmm.out", OpPath::kLibrary);
   check_same_kiln_device({&self, &batch1, &batch2, &out}, "baddbmm");
   check_batches(batch1, batch2);
   check_same_dtype(self, batch1);

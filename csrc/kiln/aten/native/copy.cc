@@ -104,7 +104,7 @@ void copy_across_host(const at::Tensor& source, const at::Tensor& destination,
 }  // namespace
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool non_blocking) {
-  record_op("aten::_copy_from", OpPath::kNative);
+  record_static_op("aten::_copy_from", OpPath::kNative);
   TORCH_CHECK(self.defined() && destination.defined(), "kiln: copy of an undefined tensor");
   TORCH_CHECK(is_kiln(self) || is_kiln(destination), "kiln: _copy_from between ", self.device(),
               " and ", destination.device(), " does not involve a kiln tensor");
@@ -122,7 +122,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool
 }
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& destination) {
-  record_op("aten::_copy_from_and_resize", OpPath::kNative);
+  record_static_op("aten::_copy_from_and_resize", OpPath::kNative);
   if (destination.sizes() != self.sizes()) destination.resize_(self.sizes());
   return copy_from(self, destination, /*non_blocking=*/false);
 }

@@ -12,7 +12,7 @@ namespace kiln::torch_integration::native {
 
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
                                                   std::optional<bool> train) {
-  record_op("aten::native_dropout", OpPath::kNative);
+  record_static_op("aten::native_dropout", OpPath::kNative);
   TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   if (input.numel() == 0) {
     return {input.clone(), at::empty_like(input, input.options().dtype(c10::kBool))};

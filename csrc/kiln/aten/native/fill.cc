@@ -57,12 +57,12 @@ c10::Scalar read_scalar(const at::Tensor& tensor) {
 }  // namespace
 
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
-  record_op("aten::fill_.Scalar", OpPath::kNative);
+  record_static_op("aten::fill_.Scalar", OpPath::kNative);
   return launch_fill(self, value, "aten::fill_.Scalar");
 }
 
 at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
-  record_op("aten::fill_.Tensor", OpPath::kNative);
+  record_static_op("aten::fill_.Tensor", OpPath::kNative);
   TORCH_CHECK(value.dim() == 0,
               "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
               " dimensions.");
@@ -70,12 +70,12 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& zero(at::Tensor& self) {
-  record_op("aten::zero_", OpPath::kNative);
+  record_static_op("aten::zero_", OpPath::kNative);
   return launch_fill(self, c10::Scalar(0), "aten::zero_");
 }
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
-  record_op("aten::_local_scalar_dense", OpPath::kNative);
+  record_static_op("aten::_local_scalar_dense", OpPath::kNative);
   TORCH_CHECK(self.numel() > 0, "cannot get the value of a tensor with no elements");
   c10::Scalar result;
   check_status(stream_of(self).run_synchronously("aten::_local_scalar_dense", [&]() {

@@ -22,7 +22,7 @@ at::Tensor tanh_derivative(const at::Tensor& activated) { return 1 - activated *
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
-  record_op("aten::_thnn_fused_lstm_cell", OpPath::kNative);
+  record_static_op("aten::_thnn_fused_lstm_cell", OpPath::kNative);
   at::Tensor gates = input_gates + hidden_gates;
   if (input_bias.has_value() && input_bias->defined()) gates = gates + *input_bias;
   if (hidden_bias.has_value() && hidden_bias->defined()) gates = gates + *hidden_bias;
@@ -40,7 +40,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
     const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
     const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
-  record_op("aten::_thnn_fused_lstm_cell_backward_impl", OpPath::kNative);
+  record_static_op("aten::_thnn_fused_lstm_cell_backward_impl", OpPath::kNative);
   bool have_hy = grad_hy.has_value() && grad_hy->defined();
   bool have_cy = grad_cy.has_value() && grad_cy->defined();
   if (!have_hy && !have_cy) return {at::Tensor(), at::Tensor(), at::Tensor()};
@@ -69,7 +69,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
 std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
-  record_op("aten::_thnn_fused_gru_cell", OpPath::kNative);
+  record_static_op("aten::_thnn_fused_gru_cell", OpPath::kNative);
   at::Tensor input_part = input_gates;
   at::Tensor hidden_part = hidden_gates;
   if (input_bias.has_value() && input_bias->defined()) input_part = input_part + *input_bias;
@@ -87,7 +87,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
-  record_op("aten::_thnn_fused_gru_cell_backward", OpPath::kNative);
+  record_static_op("aten::_thnn_fused_gru_cell_backward", OpPath::kNative);
   std::vector<at::Tensor> parts = workspace.chunk(5, 1);
   const at::Tensor& reset_gate = parts[0];
   const at::Tensor& update_gate = parts[1];

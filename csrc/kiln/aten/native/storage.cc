@@ -37,7 +37,7 @@ void resize_impl(c10::TensorImpl* impl, c10::IntArrayRef size,
 
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
-  record_op("aten::resize_", OpPath::kNative);
+  record_static_op("aten::resize_", OpPath::kNative);
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   resize_impl(impl, size, std::nullopt);
   if (memory_format.has_value()) {
@@ -50,7 +50,7 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
 
 at::Tensor& set_storage_with_offset(at::Tensor& self, c10::Storage source, int64_t storage_offset,
                                     c10::IntArrayRef size, c10::IntArrayRef stride) {
-  record_op("aten::set_.source_Storage_storage_offset", OpPath::kNative);
+  record_static_op("aten::set_.source_Storage_storage_offset", OpPath::kNative);
   at::native::checkSetStorage(self, source, storage_offset, size, stride);
   self.unsafeGetTensorImpl()->set_storage_offset(storage_offset);
   std::optional<c10::IntArrayRef> strides;
@@ -60,20 +60,20 @@ at::Tensor& set_storage_with_offset(at::Tensor& self, c10::Storage source, int64
 }
 
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source) {
-  record_op("aten::set_.source_Storage", OpPath::kNative);
+  record_static_op("aten::set_.source_Storage", OpPath::kNative);
   int64_t elements = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
   return set_storage_with_offset(self, std::move(source), 0, {elements}, {});
 }
 
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
-  record_op("aten::set_.source_Tensor", OpPath::kNative);
+  record_static_op("aten::set_.source_Tensor", OpPath::kNative);
   if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) return self;
   return set_storage_with_offset(self, source.storage(), source.storage_offset(), source.sizes(),
                                  source.strides());
 }
 
 at::Tensor& set_empty(at::Tensor& self) {
-  record_op("aten::set_", OpPath::kNative);
+  record_static_op("aten::set_", OpPath::kNative);
   c10::DeviceGuard guard(self.device());
   c10::Storage empty(c10::Storage::use_byte_size_t(), 0, &device_allocator(),
                      /*resizable=*/true);

@@ -36,9 +36,13 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
                                std::optional<c10::Device> device,
                                std::optional<bool> pin_memory,
                                std::optional<c10::MemoryFormat> memory_format) {
-  record_op("aten::empty.memory_format", OpPath::kNative);
+  record_static_op("aten::empty.memory_format", OpPath::kNative);
   check_options(layout, pin_memory);
-  c10::DeviceGuard guard(resolve_device(device));
+  // The allocator allocates on the current device; switch only when needed
+  // (a device guard costs more than the rest of a small allocation).
+  c10::OptionalDeviceGuard guard;
+  c10::Device target = resolve_device(device);
+  if (target.index() != runtime().current_device()) guard.reset_device(target);
   return at::detail::empty_generic(size, &device_allocator(), kKilnKeys, resolve_dtype(dtype),
                                    memory_format);
 }
@@ -46,9 +50,11 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                          std::optional<c10::Device> device, std::optional<bool> pin_memory) {
-  record_op("aten::empty_strided", OpPath::kNative);
+  record_static_op("aten::empty_strided", OpPath::kNative);
   check_options(layout, pin_memory);
-  c10::DeviceGuard guard(resolve_device(device));
+  c10::OptionalDeviceGuard guard;
+  c10::Device target = resolve_device(device);
+  if (target.index() != runtime().current_device()) guard.reset_device(target);
   return at::detail::empty_strided_generic(size, stride, &device_allocator(), kKilnKeys,
                                            resolve_dtype(dtype));
 }

@@ -17,32 +17,32 @@ namespace kiln::torch_integration::native {
 
 at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
                       std::optional<int64_t> storage_offset) {
-  record_op("aten::as_strided", OpPath::kNative);
+  record_static_op("aten::as_strided", OpPath::kNative);
   return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
 }
 
 at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
-  record_op("aten::view", OpPath::kNative);
+  record_static_op("aten::view", OpPath::kNative);
   return at::native::view(self, size);
 }
 
 at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
-  record_op("aten::_reshape_alias", OpPath::kNative);
+  record_static_op("aten::_reshape_alias", OpPath::kNative);
   return at::native::_reshape_alias(self, size, stride);
 }
 
 at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
-  record_op("aten::unfold", OpPath::kNative);
+  record_static_op("aten::unfold", OpPath::kNative);
   return at::native::unfold(self, dimension, size, step);
 }
 
 at::Tensor view_as_real(const at::Tensor& self) {
-  record_op("aten::view_as_real", OpPath::kNative);
+  record_static_op("aten::view_as_real", OpPath::kNative);
   return at::native::view_as_real(self);
 }
 
 at::Tensor view_as_complex(const at::Tensor& self) {
-  record_op("aten::view_as_complex", OpPath::kNative);
+  record_static_op("aten::view_as_complex", OpPath::kNative);
   return at::native::view_as_complex(self);
 }
 

@@ -1,0 +1,98 @@
+"""The kernel cache across processes: a second run compiles nothing, a damaged
+entry is rebuilt, processes started together compile each kernel once, and a
+compiler failure leaves the cache usable."""
+import glob
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+# A few steps of a small model whose ops are all compiled (or library calls).
+MODEL = """
+import json, torch, torch_kiln
+torch.manual_seed(0)
+x = torch.rand(16, 8).to("kiln")
+w = (torch.rand(8, 4) - 0.5).to("kiln")
+for step in range(3):
+    y = torch.mm(x, w)
+    z = (y * 2.0 - 1.0).maximum(torch.zeros_like(y))
+    loss = z.sum() / z.numel() + z.amax(1).mean()
+print(json.dumps({"loss": loss.item(), **torch_kiln.compiler_stats()}))
+"""
+
+
+def run_model(cache_dir, extra_environment=None, code=MODEL):
+    env = dict(os.environ, KILN_CACHE_DIR=str(cache_dir))
+    env.update(extra_environment or {})
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process):
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def kernel_objects(cache_dir):
+    return glob.glob(os.path.join(str(cache_dir), "kernels", "*", "*.so"))
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    first = finish(run_model(tmp_path))
+    assert first["kernels_compiled"] > 0
+    second = finish(run_model(tmp_path))
+    assert second["kernels_compiled"] == 0
+    assert second["disk_hits"] == first["kernels_compiled"]
+    assert second["loss"] == first["loss"]
+
+
+def test_damaged_entry_is_rebuilt(tmp_path):
+    first = finish(run_model(tmp_path))
+    objects = kernel_objects(tmp_path)
+    assert len(objects) == first["kernels_compiled"]
+    with open(objects[0], "r+b") as damaged:
+        damaged.truncate(100)
+    second = finish(run_model(tmp_path))
+    assert second["kernels_compiled"] == 1
+    assert second["loss"] == first["loss"]
+
+
+def test_processes_started_together_compile_each_kernel_once(tmp_path):
+    reference = finish(run_model(tmp_path / "reference"))
+    shared = tmp_path / "shared"
+    processes = [run_model(shared) for _ in range(3)]
+    results = [finish(process) for process in processes]
+    assert sum(result["kernels_compiled"] for result in results) == reference["kernels_compiled"]
+    assert all(result["loss"] == reference["loss"] for result in results)
+
+
+def test_compiler_failure_names_the_op_and_leaves_the_cache_usable(tmp_path):
+    # A compiler that fails while a flag file exists, and is `cc` otherwise.
+    flag = tmp_path / "fail"
+    compiler = tmp_path / "flaky-cc"
+    compiler.write_text(f"#!/bin/sh\nif [ -e '{flag}' ] && [ \"$1\" != --version ]; then\n"
+                        "  echo 'flaky-cc: refusing on purpose' >&2; exit 1\nfi\nexec cc \"$@\"\n")
+    compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
+    flag.write_text("")
+    code = f"""
+    import json, os, torch, torch_kiln
+    a = torch.arange(6.0).to("kiln")
+    try:
+        a * a
+        raise SystemExit("the multiply should have failed to compile")
+    except RuntimeError as error:
+        message = str(error)
+    os.remove({str(flag)!r})
+    result = (a * a).cpu().tolist()
+    print(json.dumps({{"message": message, "result": result, **torch_kiln.compiler_stats()}}))
+    """
+    outcome = finish(run_model(tmp_path / "cache", {"KILN_CC": str(compiler)}, code))
+    assert "aten::mul" in outcome["message"]
+    assert "refusing on purpose" in outcome["message"]
+    assert ".c" in outcome["message"]  # says where the source was saved
+    assert outcome["result"] == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
+    assert outcome["compile_failures"] == 1
+    assert outcome["kernels_compiled"] >= 1

@@ -27,6 +27,8 @@ test-python:
 bench: setup
 	$(PYTHON) bench/bench_copies.py
 	$(PYTHON) bench/bench_native_ops.py
+	$(PYTHON) bench/bench_eager_ops.py
+	$(PYTHON) bench/bench_training.py
 
 clean:
 	rm -rf $(BUILD) python/torch_kiln/_C*.so

@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""Training step time of the reference models (MLP, CNN, decoder-only
+transformer) on kiln eager beside PyTorch's CPU eager, and the cold-start cost
+of kiln's kernel compilation.
+
+- step time: median seconds per training step over --steps steps, after two
+  warm-up steps; kiln and CPU rounds alternate. Target: cpu / kiln >= 1.0.
+- cold start: in a fresh process with an empty kernel cache (a temporary
+  KILN_CACHE_DIR), the kernels compiled and the seconds of the first step;
+  then the same with that cache warm on disk (a second fresh process).
+
+    python bench/bench_training.py [--steps 20] [--models mlp,cnn,transformer]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import torch
+
+from run_info import header
+
+import torch_kiln
+from torch_kiln.models import MODELS, train_steps
+
+
+def step_times(spec, device, steps):
+    """Seconds per step for `steps` steps after two warm-up steps."""
+    _, model = train_steps(spec, device, steps=2)
+    times = []
+    for index in range(steps):
+        start = time.perf_counter()
+        train_steps(spec, device, steps=1, seed=index, model=model)
+        if device == "kiln":
+            torch.kiln.synchronize()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+FIRST_STEP = """
+import json, time, torch, torch_kiln
+from torch_kiln.models import MODELS, train_steps
+start = time.perf_counter()
+train_steps(MODELS[{name!r}], "kiln", steps=1)
+torch.kiln.synchronize()
+seconds = time.perf_counter() - start
+print(json.dumps({{"seconds": seconds, **torch_kiln.compiler_stats()}}))
+"""
+
+
+def first_step(name, cache_dir):
+    env = dict(os.environ, KILN_CACHE_DIR=cache_dir, KILN_FALLBACK="silent")
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(FIRST_STEP.format(name=name))],
+                            env=env, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--json", help="write the figures here as JSON")
+    args = parser.parse_args()
+    print("\n".join(header(sys.argv)))
+    names = args.models.split(",")
+    figures = {}
+
+    print(f"\nstep time (ms, median of {args.steps}; ratio = cpu / kiln, target >= 1.0)")
+    print(f"{'model':<13}{'kiln':>9}{'cpu':>9}{'ratio':>8}{'fallback ops':>14}")
+    for name in names:
+        spec = MODELS[name]
+        torch_kiln.clear_op_tracking()
+        kiln = statistics.median(step_times(spec, "kiln", args.steps))
+        fallbacks = len(torch_kiln.get_fallback_ops())
+        cpu = statistics.median(step_times(spec, "cpu", args.steps))
+        figures[name] = {"kiln_step_s": kiln, "cpu_step_s": cpu, "fallback_ops": fallbacks}
+        print(f"{name:<13}{kiln * 1e3:>9.2f}{cpu * 1e3:>9.2f}{cpu / kiln:>8.2f}{fallbacks:>14}")
+
+    print("\ncold start: first training step in a fresh process")
+    print(f"{'model':<13}{'kernels':>9}{'compile s':>11}{'first step s':>14}"
+          f"{'warm: compiled':>16}{'disk hits':>11}{'first step s':>14}")
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix="kiln-bench-cache-") as cache:
+            cold = first_step(name, cache)
+            warm = first_step(name, cache)
+        figures[name].update(cold=cold, warm=warm)
+        print(f"{name:<13}{cold['kernels_compiled']:>9}{cold['compile_seconds']:>11.2f}"
+              f"{cold['seconds']:>14.2f}{warm['kernels_compiled']:>16}{warm['disk_hits']:>11}"
+              f"{warm['seconds']:>14.2f}")
+    if args.json:
+        with open(args.json, "w") as output:
+            json.dump(figures, output, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -19,11 +19,13 @@ namespace {
 
 // -ffp-contract=off: no fused multiply-add the CPU reference would not do.
 // -fno-math-errno: math functions need not set errno, so they vectorise.
+// -fno-trapping-math: no code relies on floating-point traps, so comparisons
+// and selects are if-converted and vectorise (results do not change).
 // -march=native: the kernels run on this machine only; the cache key carries
 // the compiler identity, and the disk cache adds the CPU's features.
 const std::vector<std::string> kDefaultFlags = {
     "-O3", "-std=c11", "-fPIC", "-shared", "-march=native", "-fno-math-errno",
-    "-ffp-contract=off"};
+    "-fno-trapping-math", "-ffp-contract=off"};
 
 std::string read_file(const std::string& path) {
   std::ifstream input(path, std::ios::binary);

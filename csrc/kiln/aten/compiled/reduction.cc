@@ -1,6 +1,7 @@
 #include "kiln/aten/compiled/reduction.h"
 
 #include <ATen/ops/as_strided.h>
+#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <numeric>
@@ -50,6 +51,81 @@ char signature_char(ir::DType dtype) {
   return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
 }
 
+// A reduction with fewer outputs than this and at least kSplitElements
+// elements is split in two stages, so all threads take part.
+constexpr int64_t kSplitOutputs = 4;
+constexpr int64_t kSplitElements = int64_t{1} << 18;
+constexpr int64_t kSplitPieces = 16;
+
+// Inserts a dim of size `size` and stride `stride` before `dim`.
+at::Tensor with_dim(const at::Tensor& tensor, int64_t dim, int64_t size, int64_t stride) {
+  c10::DimVector sizes(tensor.sizes().begin(), tensor.sizes().end());
+  c10::DimVector strides(tensor.strides().begin(), tensor.strides().end());
+  sizes.insert(sizes.begin() + dim, size);
+  strides.insert(strides.begin() + dim, stride);
+  return tensor.as_strided(sizes, strides);
+}
+
+// Two-stage plan for a large reduction into few outputs: split reduced dim
+// `dim` (size n) into (pieces, n / pieces), reduce the second part into a
+// partial tensor with `pieces` entries per output, then reduce the pieces.
+// Returns false when the reduction is not worth or not able to split.
+bool reduce_in_two_stages(const char* op_name, std::string_view op_key,
+                          c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
+                          c10::IntArrayRef reduced, c10::ArrayRef<c10::Scalar> scalars,
+                          const ReductionSpec& spec) {
+  if (spec.op == ir::ReduceOp::kArgMax || spec.op == ir::ReduceOp::kArgMin) return false;
+  if (outputs.size() != 1 || outputs[0].numel() >= kSplitOutputs) return false;
+  const at::Tensor& reference = inputs[0];
+  if (reference.numel() < kSplitElements) return false;
+  int64_t dim = -1;
+  for (int64_t candidate : reduced) {
+    int64_t size = reference.size(candidate);
+    if (size % kSplitPieces == 0 && (dim < 0 || size > reference.size(dim))) dim = candidate;
+  }
+  if (dim < 0) return false;
+  const int64_t part = reference.size(dim) / kSplitPieces;
+  // Stage 1: inputs viewed as [..., pieces, part, ...]; `part` and the other
+  // reduced dims (shifted past the new dim) are reduced, `pieces` is kept.
+  std::vector<at::Tensor> split_inputs;
+  for (const at::Tensor& input : inputs) {
+    at::Tensor narrowed = input.as_strided(
+        [&] { c10::DimVector sizes(input.sizes().begin(), input.sizes().end()); sizes[dim] = part; return sizes; }(),
+        input.strides());
+    split_inputs.push_back(with_dim(narrowed, dim, kSplitPieces, input.stride(dim) * part));
+  }
+  c10::DimVector stage_one_reduced;
+  for (int64_t other : reduced) stage_one_reduced.push_back(other < dim ? other : other + 1);
+  ir::DType partial_dtype = ir::compute_dtype(require_ir_dtype(outputs[0].scalar_type(), op_name));
+  at::ScalarType partial_type = partial_dtype == ir::DType::kFloat32 ? at::kFloat
+                                : partial_dtype == ir::DType::kFloat64 ? at::kDouble
+                                : outputs[0].scalar_type();
+  at::Tensor partial = at::empty({kSplitPieces}, outputs[0].options().dtype(partial_type));
+  c10::DimVector partial_sizes(split_inputs[0].dim(), 1), partial_strides(split_inputs[0].dim(), 0);
+  partial_sizes[dim] = kSplitPieces;
+  partial_strides[dim] = 1;
+  at::Tensor partial_view = partial.as_strided(partial_sizes, partial_strides);
+  ReductionSpec first;
+  first.op = spec.op;
+  first.element = spec.element;
+  launch_reduction(op_name, std::string(op_key) + "/pieces", split_inputs, {partial_view},
+                   stage_one_reduced, scalars, first);
+  // Stage 2: the pieces, folded with the same op, then the op's epilogue.
+  ReductionSpec second;
+  second.op = spec.op;
+  second.element = [](ReductionContext& context) { return context.inputs[0]; };
+  second.epilogue = spec.epilogue;
+  at::Tensor output = with_dim(outputs[0], dim + 1, 1, 0);
+  at::Tensor pieces = partial.as_strided(
+      [&] { c10::DimVector sizes(output.dim(), 1); sizes[dim] = kSplitPieces; return sizes; }(),
+      [&] { c10::DimVector strides(output.dim(), 0); strides[dim] = 1; return strides; }());
+  c10::DimVector stage_two_reduced(stage_one_reduced.begin(), stage_one_reduced.end());
+  stage_two_reduced.push_back(dim);
+  launch_reduction(op_name, std::string(op_key) + "/combine", {pieces}, {output}, stage_two_reduced,
+                   scalars, second);
+  return true;
+}
+
 }  // namespace
 
 at::Tensor keepdim_view(const at::Tensor& output, int64_t rank, c10::IntArrayRef reduced) {
@@ -75,6 +151,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
                       c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
                       c10::IntArrayRef reduced, c10::ArrayRef<c10::Scalar> scalars,
                       const ReductionSpec& spec) {
+  if (reduce_in_two_stages(op_name, op_key, inputs, outputs, reduced, scalars, spec)) return;
   record_static_op(op_name, OpPath::kCompiled);
   const int input_count = static_cast<int>(inputs.size());
   const int operands = input_count + static_cast<int>(outputs.size());

@@ -317,7 +317,9 @@ class Emitter {
       case OpCode::kBitwiseNot:
         if (type == DType::kBool) return "!" + arg(0);
         return "(" + std::string(compute_type(type)) + ")(~" + arg(0) + ")";
-      case OpCode::kExp: return call("exp", 1);
+      case OpCode::kExp:
+        if (type == DType::kFloat32) return "kiln_exp_f32(" + arg(0) + ")";
+        return call("exp", 1);
       case OpCode::kExp2: return call("exp2", 1);
       case OpCode::kExpm1: return call("expm1", 1);
       case OpCode::kLog: return call("log", 1);

@@ -118,9 +118,40 @@ KILN_INTEGER_HELPERS(int64_t, uint64_t, 64, i64)
     if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;                                 \
     return mod;                                                                       \
   }                                                                                   \
-  static inline T kiln_sigmoid_##NAME(T x) { return (T)1 / ((T)1 + __builtin_exp##SUFFIX(-x)); }
+
 KILN_FLOAT_HELPERS(float, f, f32)
 KILN_FLOAT_HELPERS(double, , f64)
+static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
+
+/* exp for float32 that the compiler can vectorise (libm's expf is a call per
+   element): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6
+   polynomial, and 2^n applied in two steps so results in the subnormal range
+   are exact to the rounding of the last multiply. Within 2 ulp of expf. */
+static inline float kiln_exp_f32(float x) {
+  float clamped = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  /* Round to nearest by the 1.5 * 2^23 trick: nearbyintf does not vectorise. */
+  float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = clamped - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t whole = (int32_t)n;
+  int32_t half = whole / 2;
+  uint32_t first = (uint32_t)(half + 127) << 23, second = (uint32_t)(whole - half + 127) << 23;
+  float scale_first, scale_second;
+  __builtin_memcpy(&scale_first, &first, 4);
+  __builtin_memcpy(&scale_second, &second, 4);
+  float result = p * scale_first * scale_second;
+  result = x > 88.72283935546875f ? __builtin_inff() : result;
+  result = x < -103.972084045410f ? 0.0f : result;
+  return x != x ? x : result;
+}
+static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + kiln_exp_f32(-x)); }
 
 static inline uint32_t kiln_mulhilo(uint32_t a, uint32_t b, uint32_t* high) {
   uint64_t product = (uint64_t)a * b; *high = (uint32_t)(product >> 32); return (uint32_t)product;

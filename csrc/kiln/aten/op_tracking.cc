@@ -63,12 +63,41 @@ bool count(Counter& counter, OpPath path) {
 
 bool record_op(std::string_view op_name, OpPath path) { return count(counter_for(op_name), path); }
 
+namespace {
+
+// Counters of static names by address: an open-addressing table filled with
+// compare-and-swap, read without locks (a TLS map costs more here, through
+// __tls_get_addr in a shared library).
+constexpr size_t kStaticSlots = 4096;
+struct StaticSlot {
+  std::atomic<const char*> name{nullptr};
+  std::atomic<Counter*> counter{nullptr};
+};
+StaticSlot static_slots[kStaticSlots];
+
+}  // namespace
+
 bool record_static_op(const char* op_name, OpPath path) {
-  // Per thread, the counter of each static name: no lock, no hashing of the text.
-  thread_local std::unordered_map<const char*, Counter*> cached;
-  Counter*& counter = cached[op_name];
-  if (counter == nullptr) counter = &counter_for(op_name);
-  return count(*counter, path);
+  size_t index = (reinterpret_cast<uintptr_t>(op_name) >> 3) * 0x9E3779B97F4A7C15ULL >> 52;
+  for (size_t probe = 0; probe < kStaticSlots; ++probe) {
+    StaticSlot& slot = static_slots[(index + probe) % kStaticSlots];
+    const char* name = slot.name.load(std::memory_order_acquire);
+    if (name == nullptr) {
+      const char* expected = nullptr;
+      if (!slot.name.compare_exchange_strong(expected, op_name, std::memory_order_acq_rel)) {
+        name = expected;  // another thread claimed the slot first
+      } else {
+        slot.counter.store(&counter_for(op_name), std::memory_order_release);
+        name = op_name;
+      }
+    }
+    if (name != op_name) continue;
+    Counter* counter = slot.counter.load(std::memory_order_acquire);
+    // The claiming thread may not have published the counter yet.
+    if (counter == nullptr) counter = &counter_for(op_name);
+    return count(*counter, path);
+  }
+  return record_op(op_name, path);  // the table is full: the locked path
 }
 
 std::map<std::string, OpCounts> op_counts() {

@@ -88,6 +88,19 @@ KernelEntry build_kernel(std::string_view signature, const char* op_name,
   return reinterpret_cast<KernelEntry>(loaded.value());
 }
 
+bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry,
+                          const LaunchArgs& args, const LaunchShape& shape) {
+  Status status;
+  if (!stream.run_inline_if_idle(op_name, shape.bytes, [&]() {
+        run(entry, args, shape);
+        return Status();
+      }, status)) {
+    return false;
+  }
+  check_status(status);
+  return true;
+}
+
 void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const LaunchArgs& args,
                    const LaunchShape& shape, KeepAlive keep_alive) {
   if (shape.positions <= 0) return;

@@ -62,4 +62,19 @@ struct LaunchShape {
 void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const LaunchArgs& args,
                    const LaunchShape& shape, KeepAlive keep_alive);
 
+// Runs `entry` in the caller if the work is small and `stream` idle; returns
+// false, running nothing, otherwise.
+bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry,
+                          const LaunchArgs& args, const LaunchShape& shape);
+
+// launch_kernel, with the tensors to keep alive gathered by
+// `make_keep_alive()` only when the work is queued: an inline run needs none.
+template <typename MakeKeepAlive>
+void launch_kernel_lazily(Stream& stream, const char* op_name, KernelEntry entry,
+                          const LaunchArgs& args, const LaunchShape& shape,
+                          MakeKeepAlive&& make_keep_alive) {
+  if (shape.positions <= 0 || launch_kernel_inline(stream, op_name, entry, args, shape)) return;
+  launch_kernel(stream, op_name, entry, args, shape, make_keep_alive());
+}
+
 }  // namespace kiln::torch_integration::compiled

@@ -82,7 +82,6 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
   int scalar_slots = 0;
   int kernel_operand = 0;
   size_t bytes = 0;
-  KeepAlive keep_alive;
   auto add_tensor = [&](int index, ir::DType dtype) {
     ir::Layout layout = ir::Layout::kContiguous;
     int64_t element = ir::dtype_size(dtype);
@@ -96,7 +95,6 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
     }
     ++kernel_operand;
     bytes += static_cast<size_t>(iter.numel()) * static_cast<size_t>(element);
-    keep_alive.push_back(iter.tensor(index));
     signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout)).append(',');
     return layout;
   };
@@ -164,7 +162,13 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
   LaunchShape shape;
   shape.positions = iter.numel();
   shape.bytes = bytes;
-  launch_kernel(stream_of(iter.tensor(0)), op_name, entry, args, shape, std::move(keep_alive));
+  launch_kernel_lazily(stream_of(iter.tensor(0)), op_name, entry, args, shape, [&]() {
+    KeepAlive keep_alive;
+    for (int index = 0; index < tensors; ++index) {
+      if (!iter.is_cpu_scalar(index)) keep_alive.push_back(iter.tensor(index));
+    }
+    return keep_alive;
+  });
 }
 
 }  // namespace kiln::torch_integration::compiled

@@ -212,7 +212,6 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   signature.append('|');
   std::vector<ir::DType> dtypes;
   std::vector<ir::Layout> layouts;
-  KeepAlive keep_alive;
   size_t bytes = 0;
   for (int index = 0; index < operands; ++index) {
     const at::Tensor& tensor = operand(index);
@@ -221,7 +220,6 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     dtypes.push_back(dtype);
     layouts.push_back(layout);
     args.data[index] = static_cast<char*>(tensor.data_ptr());
-    keep_alive.push_back(tensor);
     bytes += static_cast<size_t>(tensor.numel()) * tensor.element_size();
     signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));
     signature.append(index + 1 == input_count ? '>' : ',');
@@ -270,7 +268,11 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   shape.positions = positions;
   shape.cost_per_position = cost;
   shape.bytes = bytes;
-  launch_kernel(stream_of(outputs[0]), op_name, entry, args, shape, std::move(keep_alive));
+  launch_kernel_lazily(stream_of(outputs[0]), op_name, entry, args, shape, [&]() {
+    KeepAlive keep_alive;
+    for (int index = 0; index < operands; ++index) keep_alive.push_back(operand(index));
+    return keep_alive;
+  });
 }
 
 }  // namespace kiln::torch_integration::compiled

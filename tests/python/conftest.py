@@ -29,3 +29,10 @@ def quiet_fallback_warnings():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*ran on the CPU.*")
         yield
+
+
+@pytest.fixture(autouse=True)
+def seeded_random_inputs():
+    """Each test draws the same inputs whatever ran before it."""
+    torch.manual_seed(0)
+    yield

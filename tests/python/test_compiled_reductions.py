@@ -7,17 +7,23 @@ from differential import ALL, FLOATING, INTEGRAL, check, compiled_only, make, va
 DIMS = [None, 0, 1, -1, (0, 1), (0, 2), ()]
 
 
+# float32 sums of a few hundred values round differently in another order.
+SUM_TOLERANCE = {torch.float32: (2e-5, 1e-4)}
+
+
 @pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_sum(dtype, keepdim):
+    tolerance = SUM_TOLERANCE.get(dtype)
     for name, x in variants((4, 6, 33), dtype):
         for dims in DIMS:
             if dims is None:
-                compiled_only(lambda: check(torch.sum, x, message=f"{name} all"))
+                compiled_only(lambda: check(torch.sum, x, message=f"{name} all", tolerance=tolerance))
                 continue
             if x.dim() == 0 and dims not in [(), 0, -1]:
                 continue
-            compiled_only(lambda: check(torch.sum, x, dims, keepdim=keepdim, message=f"{name} {dims}"))
+            compiled_only(lambda: check(torch.sum, x, dims, keepdim=keepdim, tolerance=tolerance,
+                                        message=f"{name} {dims}"))
 
 
 @pytest.mark.parametrize("dtype", FLOATING)

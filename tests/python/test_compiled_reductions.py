@@ -73,3 +73,21 @@ def test_large_reductions_use_threads_correctly():
     expected = y.double().sum()
     actual = y.to("kiln").sum().cpu().double()
     assert abs(actual - expected) < 1e-3 * y.abs().sum()
+
+
+def test_meta_function_checks_and_conversions():
+    x = make((6, 10), torch.float32)
+    # The input is converted to the output dtype before it is summed, as on the CPU.
+    check(torch.sum, x * 1000, 1, dtype=torch.float16)
+    check(torch.mean, x, 0, dtype=torch.float64)
+    check(lambda a: torch.sum(a, 1, dtype=torch.float64, out=torch.empty(0, device=a.device)), x,
+          message="dtype and out= disagree")
+    check(lambda a: torch.mean(a, 1, out=torch.empty(0, dtype=torch.float64, device=a.device)), x,
+          message="mean out= dtype must match")
+    check(lambda a: torch.amax(a, 1, out=torch.empty(0, dtype=torch.float64, device=a.device)), x,
+          message="amax out= dtype must match")
+    check(torch.sum, x, (0, 0), message="repeated dim")
+    check(torch.sum, x, 2, message="dim out of range")
+    check(torch.mean, make((4,), torch.int64), dtype=torch.float32, message="integer mean with dtype")
+    check(torch.amax, make((0, 3), torch.float32), (), message="empty amax over everything")
+    check(torch.sum, x.t()[::2], (0, 1), keepdim=True)

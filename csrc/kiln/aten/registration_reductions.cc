@@ -1,4 +1,10 @@
 // The compiled reductions' registration table (kernels in compiled/).
+//
+// Structured ops register their functional and out= overloads (ATen's
+// generated functional wrapper would otherwise allocate and redispatch to
+// .out). Ops that are CompositeImplicitAutograd in ATen (var.dim, std(),
+// nanmean, max.other, ...) are left to decompose into these, so autograd keeps
+// working through them.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/reduction_ops.h"
@@ -6,14 +12,34 @@
 namespace kiln::torch_integration {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // Folding reductions.
   m.impl("sum.dim_IntList", TORCH_FN(compiled::sum));
   m.impl("sum.IntList_out", TORCH_FN(compiled::sum_out));
   m.impl("mean.dim", TORCH_FN(compiled::mean));
   m.impl("mean.out", TORCH_FN(compiled::mean_out));
+  m.impl("prod", TORCH_FN(compiled::prod));
+  m.impl("prod.dim_int", TORCH_FN(compiled::prod_dim));
+  m.impl("prod.int_out", TORCH_FN(compiled::prod_dim_out));
+  m.impl("nansum", TORCH_FN(compiled::nansum));
+  m.impl("nansum.out", TORCH_FN(compiled::nansum_out));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(compiled::count_nonzero));
   m.impl("amax", TORCH_FN(compiled::amax));
   m.impl("amax.out", TORCH_FN(compiled::amax_out));
   m.impl("amin", TORCH_FN(compiled::amin));
   m.impl("amin.out", TORCH_FN(compiled::amin_out));
+  m.impl("any", TORCH_FN(compiled::any));
+  m.impl("any.all_out", TORCH_FN(compiled::any_out));
+  m.impl("any.dim", TORCH_FN(compiled::any_dim));
+  m.impl("any.out", TORCH_FN(compiled::any_dim_out));
+  m.impl("any.dims", TORCH_FN(compiled::any_dims));
+  m.impl("any.dims_out", TORCH_FN(compiled::any_dims_out));
+  m.impl("all", TORCH_FN(compiled::all));
+  m.impl("all.all_out", TORCH_FN(compiled::all_out));
+  m.impl("all.dim", TORCH_FN(compiled::all_dim));
+  m.impl("all.out", TORCH_FN(compiled::all_dim_out));
+  m.impl("all.dims", TORCH_FN(compiled::all_dims));
+  m.impl("all.dims_out", TORCH_FN(compiled::all_dims_out));
+
 }
 
 }  // namespace kiln::torch_integration

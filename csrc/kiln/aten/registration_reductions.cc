@@ -7,6 +7,7 @@
 // working through them.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/index_reduction_ops.h"
 #include "kiln/aten/compiled/reduction_ops.h"
 
 namespace kiln::torch_integration {
@@ -39,6 +40,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.out", TORCH_FN(compiled::all_dim_out));
   m.impl("all.dims", TORCH_FN(compiled::all_dims));
   m.impl("all.dims_out", TORCH_FN(compiled::all_dims_out));
+
+  // Reductions that select an element.
+  m.impl("max", TORCH_FN(compiled::max));
+  m.impl("max.unary_out", TORCH_FN(compiled::max_unary_out));
+  m.impl("max.dim", TORCH_FN(compiled::max_dim));
+  m.impl("max.dim_max", TORCH_FN(compiled::max_dim_out));
+  m.impl("min", TORCH_FN(compiled::min));
+  m.impl("min.unary_out", TORCH_FN(compiled::min_unary_out));
+  m.impl("min.dim", TORCH_FN(compiled::min_dim));
+  m.impl("min.dim_min", TORCH_FN(compiled::min_dim_out));
+  m.impl("argmax", TORCH_FN(compiled::argmax));
+  m.impl("argmax.out", TORCH_FN(compiled::argmax_out));
+  m.impl("argmin", TORCH_FN(compiled::argmin));
+  m.impl("argmin.out", TORCH_FN(compiled::argmin_out));
+  m.impl("aminmax", TORCH_FN(compiled::aminmax));
+  m.impl("aminmax.out", TORCH_FN(compiled::aminmax_out));
 
 }
 

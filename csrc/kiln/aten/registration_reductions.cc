@@ -9,6 +9,7 @@
 
 #include "kiln/aten/compiled/index_reduction_ops.h"
 #include "kiln/aten/compiled/reduction_ops.h"
+#include "kiln/aten/compiled/statistics_ops.h"
 
 namespace kiln::torch_integration {
 
@@ -56,6 +57,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("argmin.out", TORCH_FN(compiled::argmin_out));
   m.impl("aminmax", TORCH_FN(compiled::aminmax));
   m.impl("aminmax.out", TORCH_FN(compiled::aminmax_out));
+
+  // Statistics.
+  m.impl("var.correction", TORCH_FN(compiled::var));
+  m.impl("var.correction_out", TORCH_FN(compiled::var_out));
+  m.impl("std.correction", TORCH_FN(compiled::std_dev));
+  m.impl("std.correction_out", TORCH_FN(compiled::std_dev_out));
+  m.impl("var_mean.correction", TORCH_FN(compiled::var_mean));
+  m.impl("std_mean.correction", TORCH_FN(compiled::std_mean));
+  m.impl("linalg_vector_norm", TORCH_FN(compiled::linalg_vector_norm));
+  m.impl("linalg_vector_norm.out", TORCH_FN(compiled::linalg_vector_norm_out));
+  m.impl("norm.ScalarOpt_dim", TORCH_FN(compiled::norm));
+  m.impl("norm.out", TORCH_FN(compiled::norm_out));
+  m.impl("norm.ScalarOpt_dim_dtype", TORCH_FN(compiled::norm_dtype));
+  m.impl("norm.dtype_out", TORCH_FN(compiled::norm_dtype_out));
+  m.impl("logsumexp", TORCH_FN(compiled::logsumexp));
+  m.impl("logsumexp.out", TORCH_FN(compiled::logsumexp_out));
 
 }
 

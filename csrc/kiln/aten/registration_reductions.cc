@@ -1,4 +1,5 @@
-// The compiled reductions' registration table (kernels in compiled/).
+// The compiled reductions' and scans' registration table (kernels in
+// compiled/).
 //
 // Structured ops register their functional and out= overloads (ATen's
 // generated functional wrapper would otherwise allocate and redispatch to
@@ -9,6 +10,7 @@
 
 #include "kiln/aten/compiled/index_reduction_ops.h"
 #include "kiln/aten/compiled/reduction_ops.h"
+#include "kiln/aten/compiled/scan_ops.h"
 #include "kiln/aten/compiled/statistics_ops.h"
 
 namespace kiln::torch_integration {
@@ -74,6 +76,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logsumexp", TORCH_FN(compiled::logsumexp));
   m.impl("logsumexp.out", TORCH_FN(compiled::logsumexp_out));
 
+  // Scans.
+  m.impl("cumsum", TORCH_FN(compiled::cumsum));
+  m.impl("cumsum.out", TORCH_FN(compiled::cumsum_out));
+  m.impl("cumsum_", TORCH_FN(compiled::cumsum_));
+  m.impl("cumprod", TORCH_FN(compiled::cumprod));
+  m.impl("cumprod.out", TORCH_FN(compiled::cumprod_out));
+  m.impl("cumprod_", TORCH_FN(compiled::cumprod_));
 }
 
 }  // namespace kiln::torch_integration

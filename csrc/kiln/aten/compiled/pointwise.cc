@@ -126,9 +126,10 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
   TORCH_CHECK(scalar_slots <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
   for (int dim = 0; dim < rank; ++dim) args.sizes[dim] = iter.ndim() == 0 ? 1 : iter.shape()[dim];
 
-  ir::DType common = iter.common_dtype() == c10::ScalarType::Undefined
-                         ? output_plans[0].dtype
-                         : require_ir_dtype(iter.common_dtype(), op_name);
+  // common_dtype() asserts when the iterator inferred none (a fill: no inputs).
+  std::optional<c10::ScalarType> common_type = iter.maybe_common_dtype();
+  ir::DType common = common_type.has_value() ? require_ir_dtype(*common_type, op_name)
+                                             : output_plans[0].dtype;
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, rank);
     PointwiseContext context{builder, {}, {}, {}, common, {}, {}};

@@ -1,0 +1,93 @@
+// The compiled pointwise family's registration table: unary math, clamp,
+// ternary and scalar-parameterised ops, activations and their backward,
+// factories. Kernels live in compiled/.
+//
+// Each op registers its functional, in-place and out= overloads where ATen has
+// them, so a structured op does not detour through ATen's generic wrappers
+// (which allocate, then redispatch to .out). CompositeImplicitAutograd ops
+// (square, fix, where.ScalarOther, float_power, relu6, ...) are left alone: they
+// decompose into these. So are CompositeExplicitAutograd ops that keep their
+// autograd formula only as composites (mish_backward's double backward).
+#include <torch/library.h>
+
+#include "kiln/aten/compiled/clamp_ops.h"
+#include "kiln/aten/compiled/unary_ops.h"
+
+namespace kiln::torch_integration {
+
+#define KILN_IMPL_UNARY(m, name)                             \
+  m.impl(#name, TORCH_FN(compiled::name));                   \
+  m.impl(#name "_", TORCH_FN(compiled::name##_));            \
+  m.impl(#name ".out", TORCH_FN(compiled::name##_out));
+
+#define KILN_IMPL_BACKWARD(m, name, out)            \
+  m.impl(#name, TORCH_FN(compiled::name));          \
+  m.impl(out, TORCH_FN(compiled::name##_out));
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  KILN_IMPL_UNARY(m, abs)
+  KILN_IMPL_UNARY(m, neg)
+  KILN_IMPL_UNARY(m, sign)
+  KILN_IMPL_UNARY(m, sgn)
+  KILN_IMPL_UNARY(m, exp)
+  KILN_IMPL_UNARY(m, exp2)
+  KILN_IMPL_UNARY(m, expm1)
+  KILN_IMPL_UNARY(m, log)
+  KILN_IMPL_UNARY(m, log2)
+  KILN_IMPL_UNARY(m, log10)
+  KILN_IMPL_UNARY(m, log1p)
+  KILN_IMPL_UNARY(m, sqrt)
+  KILN_IMPL_UNARY(m, rsqrt)
+  KILN_IMPL_UNARY(m, reciprocal)
+  KILN_IMPL_UNARY(m, sin)
+  KILN_IMPL_UNARY(m, cos)
+  KILN_IMPL_UNARY(m, tan)
+  KILN_IMPL_UNARY(m, asin)
+  KILN_IMPL_UNARY(m, acos)
+  KILN_IMPL_UNARY(m, atan)
+  KILN_IMPL_UNARY(m, sinh)
+  KILN_IMPL_UNARY(m, cosh)
+  KILN_IMPL_UNARY(m, tanh)
+  KILN_IMPL_UNARY(m, asinh)
+  KILN_IMPL_UNARY(m, acosh)
+  KILN_IMPL_UNARY(m, atanh)
+  KILN_IMPL_UNARY(m, erf)
+  KILN_IMPL_UNARY(m, erfc)
+  KILN_IMPL_UNARY(m, lgamma)
+  KILN_IMPL_UNARY(m, sigmoid)
+  KILN_IMPL_UNARY(m, floor)
+  KILN_IMPL_UNARY(m, ceil)
+  KILN_IMPL_UNARY(m, round)
+  KILN_IMPL_UNARY(m, trunc)
+  KILN_IMPL_UNARY(m, frac)
+  KILN_IMPL_UNARY(m, bitwise_not)
+  KILN_IMPL_UNARY(m, logical_not)
+  m.impl("round.decimals", TORCH_FN(compiled::round_decimals));
+  m.impl("round_.decimals", TORCH_FN(compiled::round_decimals_));
+  m.impl("round.decimals_out", TORCH_FN(compiled::round_decimals_out));
+  m.impl("isnan", TORCH_FN(compiled::isnan));
+  m.impl("isinf", TORCH_FN(compiled::isinf));
+  m.impl("nan_to_num", TORCH_FN(compiled::nan_to_num));
+  m.impl("nan_to_num_", TORCH_FN(compiled::nan_to_num_));
+  m.impl("nan_to_num.out", TORCH_FN(compiled::nan_to_num_out));
+
+  m.impl("clamp", TORCH_FN(compiled::clamp));
+  m.impl("clamp_", TORCH_FN(compiled::clamp_));
+  m.impl("clamp.out", TORCH_FN(compiled::clamp_out));
+  m.impl("clamp.Tensor", TORCH_FN(compiled::clamp_tensor));
+  m.impl("clamp_.Tensor", TORCH_FN(compiled::clamp_tensor_));
+  m.impl("clamp.Tensor_out", TORCH_FN(compiled::clamp_tensor_out));
+  KILN_IMPL_UNARY(m, clamp_min)
+  KILN_IMPL_UNARY(m, clamp_max)
+  m.impl("clamp_min.Tensor", TORCH_FN(compiled::clamp_min_tensor));
+  m.impl("clamp_min_.Tensor", TORCH_FN(compiled::clamp_min_tensor_));
+  m.impl("clamp_min.Tensor_out", TORCH_FN(compiled::clamp_min_tensor_out));
+  m.impl("clamp_max.Tensor", TORCH_FN(compiled::clamp_max_tensor));
+  m.impl("clamp_max_.Tensor", TORCH_FN(compiled::clamp_max_tensor_));
+  m.impl("clamp_max.Tensor_out", TORCH_FN(compiled::clamp_max_tensor_out));
+}
+
+#undef KILN_IMPL_UNARY
+#undef KILN_IMPL_BACKWARD
+
+}  // namespace kiln::torch_integration

@@ -11,6 +11,8 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/clamp_ops.h"
+#include "kiln/aten/compiled/power_ops.h"
+#include "kiln/aten/compiled/ternary_ops.h"
 #include "kiln/aten/compiled/unary_ops.h"
 
 namespace kiln::torch_integration {
@@ -85,6 +87,29 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_max.Tensor", TORCH_FN(compiled::clamp_max_tensor));
   m.impl("clamp_max_.Tensor", TORCH_FN(compiled::clamp_max_tensor_));
   m.impl("clamp_max.Tensor_out", TORCH_FN(compiled::clamp_max_tensor_out));
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("where.self", TORCH_FN(compiled::where));
+  m.impl("where.self_out", TORCH_FN(compiled::where_out));
+  m.impl("lerp.Scalar", TORCH_FN(compiled::lerp_scalar));
+  m.impl("lerp_.Scalar", TORCH_FN(compiled::lerp_scalar_));
+  m.impl("lerp.Scalar_out", TORCH_FN(compiled::lerp_scalar_out));
+  m.impl("lerp.Tensor", TORCH_FN(compiled::lerp_tensor));
+  m.impl("lerp_.Tensor", TORCH_FN(compiled::lerp_tensor_));
+  m.impl("lerp.Tensor_out", TORCH_FN(compiled::lerp_tensor_out));
+  KILN_IMPL_UNARY(m, addcmul)
+  KILN_IMPL_UNARY(m, addcdiv)
+  // masked_fill.*_out stay composites (functional, then a copy).
+  m.impl("masked_fill.Scalar", TORCH_FN(compiled::masked_fill_scalar));
+  m.impl("masked_fill_.Scalar", TORCH_FN(compiled::masked_fill_scalar_));
+  m.impl("masked_fill.Tensor", TORCH_FN(compiled::masked_fill_tensor));
+  m.impl("masked_fill_.Tensor", TORCH_FN(compiled::masked_fill_tensor_));
+  m.impl("pow.Tensor_Scalar", TORCH_FN(compiled::pow_tensor_scalar));
+  m.impl("pow_.Scalar", TORCH_FN(compiled::pow_tensor_scalar_));
+  m.impl("pow.Tensor_Scalar_out", TORCH_FN(compiled::pow_tensor_scalar_out));
+  m.impl("pow.Scalar", TORCH_FN(compiled::pow_scalar));
+  m.impl("pow.Scalar_out", TORCH_FN(compiled::pow_scalar_out));
 }
 
 #undef KILN_IMPL_UNARY

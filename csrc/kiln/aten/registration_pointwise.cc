@@ -10,6 +10,7 @@
 // autograd formula only as composites (mish_backward's double backward).
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/activation_ops.h"
 #include "kiln/aten/compiled/clamp_ops.h"
 #include "kiln/aten/compiled/power_ops.h"
 #include "kiln/aten/compiled/ternary_ops.h"
@@ -110,6 +111,36 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(compiled::pow_tensor_scalar_out));
   m.impl("pow.Scalar", TORCH_FN(compiled::pow_scalar));
   m.impl("pow.Scalar_out", TORCH_FN(compiled::pow_scalar_out));
+}
+
+// Activations and the backward kernels of their autograd formulas.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("relu", TORCH_FN(compiled::relu));
+  m.impl("relu_", TORCH_FN(compiled::relu_));
+  KILN_IMPL_UNARY(m, threshold)
+  m.impl("threshold_backward", TORCH_FN(compiled::threshold_backward));
+  m.impl("threshold_backward.grad_input", TORCH_FN(compiled::threshold_backward_out));
+  KILN_IMPL_UNARY(m, gelu)
+  m.impl("gelu_backward", TORCH_FN(compiled::gelu_backward));
+  m.impl("gelu_backward.grad_input", TORCH_FN(compiled::gelu_backward_out));
+  KILN_IMPL_UNARY(m, silu)
+  KILN_IMPL_UNARY(m, mish)
+  KILN_IMPL_UNARY(m, hardsigmoid)
+  KILN_IMPL_UNARY(m, hardswish)
+  KILN_IMPL_UNARY(m, leaky_relu)
+  KILN_IMPL_UNARY(m, hardtanh)
+  KILN_IMPL_UNARY(m, elu)
+  m.impl("softplus", TORCH_FN(compiled::softplus));
+  m.impl("softplus.out", TORCH_FN(compiled::softplus_out));
+  KILN_IMPL_BACKWARD(m, silu_backward, "silu_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, sigmoid_backward, "sigmoid_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, tanh_backward, "tanh_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, hardsigmoid_backward, "hardsigmoid_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, hardswish_backward, "hardswish_backward.out")
+  KILN_IMPL_BACKWARD(m, leaky_relu_backward, "leaky_relu_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, hardtanh_backward, "hardtanh_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, elu_backward, "elu_backward.grad_input")
+  KILN_IMPL_BACKWARD(m, softplus_backward, "softplus_backward.grad_input")
 }
 
 #undef KILN_IMPL_UNARY

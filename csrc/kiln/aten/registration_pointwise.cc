@@ -12,6 +12,7 @@
 
 #include "kiln/aten/compiled/activation_ops.h"
 #include "kiln/aten/compiled/clamp_ops.h"
+#include "kiln/aten/compiled/factory_ops.h"
 #include "kiln/aten/compiled/power_ops.h"
 #include "kiln/aten/compiled/ternary_ops.h"
 #include "kiln/aten/compiled/unary_ops.h"
@@ -141,6 +142,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   KILN_IMPL_BACKWARD(m, hardtanh_backward, "hardtanh_backward.grad_input")
   KILN_IMPL_BACKWARD(m, elu_backward, "elu_backward.grad_input")
   KILN_IMPL_BACKWARD(m, softplus_backward, "softplus_backward.grad_input")
+}
+
+// Factories: the out= forms are what the composites (arange, linspace, eye)
+// reach; fill_ is native (native/fill.cc), with a compiled kernel for strided
+// tensors.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("arange.start_out", TORCH_FN(compiled::arange_out));
+  m.impl("linspace.out", TORCH_FN(compiled::linspace_out));
+  m.impl("eye.out", TORCH_FN(compiled::eye_out));
+  m.impl("eye.m_out", TORCH_FN(compiled::eye_m_out));
+  KILN_IMPL_UNARY(m, tril)
+  KILN_IMPL_UNARY(m, triu)
 }
 
 #undef KILN_IMPL_UNARY

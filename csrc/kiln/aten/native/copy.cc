@@ -6,11 +6,15 @@
 //     set and the host side is pinned memory, in which case the copy is queued
 //     and the tensors it uses are kept alive until it ran.
 // A same-dtype copy between two dense tensors with identical strides is one
-// driver copy; anything else (dtype conversion, different strides, broadcast)
-// runs ATen's CPU copy kernel over aliases of the device memory, in stream order.
+// driver copy. Within one device anything else (dtype conversion, different
+// strides, broadcast) is a compiled kernel (compiled/copy_ops.h); across the
+// host, across devices, and for dtypes compiled kernels do not cover, ATen's
+// CPU copy kernel runs over aliases of the device memory, in stream order.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/copy.h>
 #include <ATen/ops/empty_like.h>
 
+#include "kiln/aten/compiled/copy_ops.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/native/native_kernels.h"
 #include "kiln/aten/op_tracking.h"
@@ -76,6 +80,12 @@ void copy_within_device(const at::Tensor& source, const at::Tensor& destination)
     check_status(copy_done.block(source_stream));
     return;
   }
+  if (!is_byte_copy(source, destination) && compiled::copy_covers(source, destination)) {
+    compiled::copy_on_device(source, destination);  // checks overlap as TensorIterator does
+    return;
+  }
+  // As on the CPU: copying between partly overlapping memory is refused.
+  at::assert_no_partial_overlap(destination, source);
   check_status(destination_stream.launch("aten::copy_", destination.nbytes(),
                                          [source, destination]() {
     return copy_elements(source, destination, Direction::kDeviceToDevice);

@@ -1,12 +1,16 @@
 // fill_, zero_ and reading one element back (_local_scalar_dense, behind
 // .item()). A fill is launched on the stream: dense memory is filled directly
-// with the value converted in the caller, strided tensors through ATen's CPU
-// fill over an alias of the device memory. Reading a scalar waits for the stream.
+// with the value converted in the caller, strided tensors by a compiled kernel
+// (compiled/factory_ops.h; ATen's CPU fill over an alias of the device memory
+// for dtypes compiled kernels do not cover). Reading a scalar waits for the
+// stream.
 #include <ATen/Dispatch_v2.h>
 #include <ATen/ops/fill.h>
 
 #include <algorithm>
+#include <type_traits>
 
+#include "kiln/aten/compiled/factory_ops.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/native/native_kernels.h"
 #include "kiln/aten/op_tracking.h"
@@ -19,6 +23,21 @@ namespace {
   AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16,           \
       AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES)
 
+// The value as ATen's CPU fill converts it: with an overflow check, except
+// that a one-element float tensor takes the CPU's scalar fast path, which
+// casts (so filling 1e10 into one float16 element gives inf, as
+// torch.scalar_tensor and torch.tensor do; where(c, x, 1e10) relies on it).
+template <typename scalar_t>
+scalar_t convert_fill_value(const c10::Scalar& value, int64_t numel) {
+  constexpr bool floating = std::is_floating_point_v<scalar_t> ||
+                            std::is_same_v<scalar_t, at::Half> ||
+                            std::is_same_v<scalar_t, at::BFloat16>;
+  if constexpr (floating) {
+    if (numel == 1) return static_cast<scalar_t>(value.to<double>());
+  }
+  return value.to<scalar_t>();
+}
+
 at::Tensor& launch_fill(at::Tensor& self, const c10::Scalar& value, const char* name) {
   if (self.numel() == 0) return self;
   at::Tensor target = self;  // keeps the memory alive until the fill ran
@@ -26,13 +45,15 @@ at::Tensor& launch_fill(at::Tensor& self, const c10::Scalar& value, const char* 
   // Convert in the caller, so a value that does not fit the dtype raises here
   // (as on the CPU) and nothing is queued.
   AT_DISPATCH_V2(self.scalar_type(), "kiln_fill", AT_WRAP([&] {
-    scalar_t converted = value.to<scalar_t>();
+    scalar_t converted = convert_fill_value<scalar_t>(value, self.numel());
     size_t bytes = target.nbytes();
     if (target.is_non_overlapping_and_dense()) {
       status = stream_of(self).launch(name, bytes, [target, converted]() {
         std::fill_n(static_cast<scalar_t*>(target.data_ptr()), target.numel(), converted);
         return Status();
       });
+    } else if (compiled::fill_strided_covers(target)) {
+      compiled::fill_strided(target, value, name);
     } else {
       status = stream_of(self).launch(name, bytes, [target, value]() {
         host_alias(target).fill_(value);

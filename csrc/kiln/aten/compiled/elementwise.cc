@@ -1,0 +1,197 @@
+#include "kiln/aten/compiled/elementwise.h"
+
+#include <algorithm>
+
+#include "kiln/aten/compiled/ir_dtype.h"
+#include "kiln/aten/compiled/kernel_launch.h"
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
+
+namespace kiln::torch_integration::compiled {
+namespace {
+
+constexpr int kMaxLogicalDims = 64;
+
+struct Dim {
+  int64_t size;
+  int64_t logical;  // the logical dim, or -1 after a merge
+  bool pinned;      // a coordinate dim: never merged
+  int64_t strides[ir::kMaxOperands];
+};
+
+ir::Layout layout_of(int64_t stride, int64_t size) {
+  if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
+  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
+}
+
+char signature_char(ir::DType dtype) {
+  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
+}
+
+}  // namespace
+
+ir::ValueId ElementwiseContext::coordinate(int64_t dim) {
+  TORCH_INTERNAL_ASSERT(dim >= 0 && dim < static_cast<int64_t>(kernel_dim_of.size()));
+  int kernel_dim = kernel_dim_of[dim];
+  if (kernel_dim < 0) return builder.constant(0, ir::DType::kInt64);
+  return builder.coordinate(kernel_dim);
+}
+
+void check_same_device(std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
+  const at::Tensor* first = nullptr;
+  for (const at::Tensor& tensor : tensors) {
+    if (!tensor.defined()) continue;
+    if (first == nullptr) {
+      first = &tensor;
+      continue;
+    }
+    TORCH_CHECK(tensor.device() == first->device(), "Expected all tensors to be on the same device, "
+                "but found at least two devices, ", first->device(), " and ", tensor.device(), "!");
+  }
+}
+
+at::Tensor along_dim(const at::Tensor& vector, int64_t rank, int64_t dim) {
+  if (!vector.defined()) return vector;
+  TORCH_INTERNAL_ASSERT(vector.dim() == 1);
+  c10::DimVector sizes(rank, 1), strides(rank, 0);
+  sizes[dim] = vector.size(0);
+  strides[dim] = vector.stride(0);
+  return vector.as_strided(sizes, strides);
+}
+
+void launch_elementwise(const char* op_name, std::string_view op_key,
+                        c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
+                        c10::ArrayRef<c10::Scalar> scalars, const ElementwiseBody& body,
+                        const ElementwiseOptions& options) {
+  record_static_op(op_name, OpPath::kCompiled);
+  TORCH_INTERNAL_ASSERT(!outputs.empty());
+  const int input_count = static_cast<int>(inputs.size());
+  const int operands = input_count + static_cast<int>(outputs.size());
+  TORCH_CHECK(operands <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
+  const at::Tensor& reference = outputs[0];
+  const int64_t rank = reference.dim();
+  TORCH_INTERNAL_ASSERT(rank <= kMaxLogicalDims);
+  if (reference.numel() == 0) return;
+  auto operand = [&](int index) -> const at::Tensor& {
+    return index < input_count ? inputs[index] : outputs[index - input_count];
+  };
+  for (int index = 0; index < operands; ++index) {
+    TORCH_CHECK(operand(index).device() == reference.device(), "Expected all tensors to be on the same "
+                "device, but found at least two devices, ", reference.device(), " and ",
+                operand(index).device(), "!");
+    TORCH_INTERNAL_ASSERT(operand(index).sizes().equals(reference.sizes()), op_name,
+                          ": operand ", index, " has shape ", operand(index).sizes(),
+                          ", expected ", reference.sizes());
+  }
+  std::vector<bool> pinned(rank, false);
+  for (int64_t dim : options.coordinate_dims) pinned[dim] = true;
+
+  // Dims of size > 1, fastest first by the first output's strides.
+  std::vector<Dim> dims;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    if (reference.size(dim) == 1) continue;
+    Dim entry{reference.size(dim), dim, pinned[dim], {}};
+    for (int index = 0; index < operands; ++index) entry.strides[index] = operand(index).stride(dim);
+    dims.push_back(entry);
+  }
+  const int first_output = input_count;
+  std::stable_sort(dims.begin(), dims.end(), [first_output](const Dim& a, const Dim& b) {
+    return std::abs(a.strides[first_output]) < std::abs(b.strides[first_output]);
+  });
+  std::vector<Dim> merged;
+  for (const Dim& dim : dims) {
+    if (!merged.empty() && !dim.pinned && !merged.back().pinned) {
+      Dim& previous = merged.back();
+      bool mergeable = true;
+      for (int index = 0; index < operands; ++index) {
+        if (dim.strides[index] != previous.strides[index] * previous.size) mergeable = false;
+      }
+      if (mergeable) {
+        previous.size *= dim.size;
+        previous.logical = -1;
+        continue;
+      }
+    }
+    merged.push_back(dim);
+  }
+  if (merged.empty()) merged.push_back(Dim{1, -1, false, {}});
+  const int kernel_rank = static_cast<int>(merged.size());
+  TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
+              ir::kMaxRank, " dims after merging, got ", kernel_rank);
+
+  std::vector<int> kernel_dim_of(rank, -1);
+  LaunchArgs args{};
+  for (int dim = 0; dim < kernel_rank; ++dim) {
+    const Dim& entry = merged[dim];
+    if (entry.logical >= 0) kernel_dim_of[entry.logical] = dim;
+    args.sizes[dim] = entry.size;
+    for (int index = 0; index < operands; ++index) args.strides[index][dim] = entry.strides[index];
+  }
+  if (options.philox.has_value()) {
+    args.seed = options.philox->seed;
+    args.offset = options.philox->offset;
+  }
+
+  Signature signature(op_key);
+  signature.append('|');
+  std::vector<ir::DType> dtypes;
+  std::vector<ir::Layout> layouts;
+  KeepAlive keep_alive;
+  size_t bytes = 0;
+  for (int index = 0; index < operands; ++index) {
+    const at::Tensor& tensor = operand(index);
+    ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
+    ir::Layout layout = layout_of(merged[0].strides[index], merged[0].size);
+    dtypes.push_back(dtype);
+    layouts.push_back(layout);
+    args.data[index] = static_cast<char*>(tensor.data_ptr());
+    keep_alive.push_back(tensor);
+    bytes += static_cast<size_t>(reference.numel()) * tensor.element_size();
+    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));
+    signature.append(index + 1 == input_count ? '>' : ',');
+  }
+  signature.append("|r").append_number(kernel_rank);
+  for (int64_t dim : options.coordinate_dims) {
+    signature.append('c').append_number(kernel_dim_of[dim]);
+  }
+  signature.append('|');
+  std::vector<ir::DType> scalar_dtypes;
+  int slot = 0;
+  for (const c10::Scalar& value : scalars) {
+    ir::DType dtype = scalar_ir_dtype(value, op_name);
+    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
+    else args.scalars[slot].integer = value.toLong();
+    ++slot;
+    scalar_dtypes.push_back(dtype);
+    signature.append(signature_char(dtype));
+  }
+  TORCH_CHECK(slot <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
+
+  KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
+    ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, kernel_rank);
+    ElementwiseContext context{builder, {}, {}, {}, {}, kernel_dim_of};
+    for (int index = 0; index < input_count; ++index) {
+      context.inputs.push_back(builder.load(builder.add_input(dtypes[index], layouts[index])));
+      context.input_dtypes.push_back(dtypes[index]);
+    }
+    for (ir::DType dtype : scalar_dtypes) context.scalars.push_back(builder.scalar(builder.add_scalar(dtype)));
+    std::vector<int> output_indices;
+    for (int index = input_count; index < operands; ++index) {
+      output_indices.push_back(builder.add_output(dtypes[index], layouts[index]));
+      context.output_dtypes.push_back(dtypes[index]);
+    }
+    std::vector<ir::ValueId> results = body(context);
+    TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name, ": body returned ",
+                          results.size(), " values for ", output_indices.size(), " outputs");
+    for (size_t output = 0; output < results.size(); ++output) {
+      builder.store(output_indices[output], results[output]);
+    }
+    return builder.finish();
+  });
+  LaunchShape shape;
+  shape.positions = reference.numel();
+  shape.bytes = bytes;
+  launch_kernel(stream_of(reference), op_name, entry, args, shape, std::move(keep_alive));
+}
+
+}  // namespace kiln::torch_integration::compiled

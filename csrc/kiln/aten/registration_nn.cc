@@ -1,7 +1,8 @@
 // The compiled nn ops' registration table (kernels in compiled/): softmax and
-// log_softmax, forward and backward.
+// the normalizations.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/normalization_ops.h"
 #include "kiln/aten/compiled/softmax_ops.h"
 
 namespace kiln::torch_integration {
@@ -15,6 +16,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax_backward_data.out", TORCH_FN(compiled::softmax_backward_data_out));
   m.impl("_log_softmax_backward_data", TORCH_FN(compiled::log_softmax_backward_data));
   m.impl("_log_softmax_backward_data.out", TORCH_FN(compiled::log_softmax_backward_data_out));
+
+  m.impl("native_layer_norm", TORCH_FN(compiled::native_layer_norm));
+  m.impl("native_layer_norm_backward", TORCH_FN(compiled::native_layer_norm_backward));
+  m.impl("native_batch_norm", TORCH_FN(compiled::native_batch_norm));
+  m.impl("native_batch_norm.out", TORCH_FN(compiled::native_batch_norm_out));
+  m.impl("_native_batch_norm_legit", TORCH_FN(compiled::native_batch_norm_legit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(compiled::native_batch_norm_legit_no_stats));
+  m.impl("_batch_norm_with_update", TORCH_FN(compiled::batch_norm_with_update));
+  m.impl("native_batch_norm_backward", TORCH_FN(compiled::native_batch_norm_backward));
+  m.impl("batch_norm_backward", TORCH_FN(compiled::batch_norm_backward));
+  m.impl("native_group_norm", TORCH_FN(compiled::native_group_norm));
+  m.impl("native_group_norm_backward", TORCH_FN(compiled::native_group_norm_backward));
 }
 
 }  // namespace kiln::torch_integration

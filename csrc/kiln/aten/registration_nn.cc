@@ -1,8 +1,10 @@
-// The compiled nn ops' registration table (kernels in compiled/): softmax and
-// the normalizations.
+// The compiled nn ops' registration table (kernels in compiled/): softmax,
+// normalizations and random numbers. native_dropout stays in the native table
+// (native/dropout.cc forwards to compiled/random_ops).
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/normalization_ops.h"
+#include "kiln/aten/compiled/random_ops.h"
 #include "kiln/aten/compiled/softmax_ops.h"
 
 namespace kiln::torch_integration {
@@ -28,6 +30,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("batch_norm_backward", TORCH_FN(compiled::batch_norm_backward));
   m.impl("native_group_norm", TORCH_FN(compiled::native_group_norm));
   m.impl("native_group_norm_backward", TORCH_FN(compiled::native_group_norm_backward));
+
+  m.impl("uniform_", TORCH_FN(compiled::uniform_));
+  m.impl("normal_", TORCH_FN(compiled::normal_));
+  m.impl("bernoulli_.float", TORCH_FN(compiled::bernoulli_float_));
+  m.impl("bernoulli_.Tensor", TORCH_FN(compiled::bernoulli_tensor_));
+  m.impl("random_", TORCH_FN(compiled::random_));
+  m.impl("random_.to", TORCH_FN(compiled::random_to_));
+  m.impl("random_.from", TORCH_FN(compiled::random_from_));
+  m.impl("exponential_", TORCH_FN(compiled::exponential_));
+  m.impl("native_dropout_backward", TORCH_FN(compiled::native_dropout_backward));
 }
 
 }  // namespace kiln::torch_integration

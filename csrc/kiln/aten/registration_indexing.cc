@@ -1,0 +1,21 @@
+// The registration table of the compiled shape, gather and scatter ops
+// (kernels in compiled/shape_ops, indexing_ops and scatter_ops). Functional
+// and out= forms are registered where the CPU has them; in-place forms of
+// structured ops reach the out= kernel through ATen's composite wrappers.
+// stack (-> cat), embedding (-> index_select), index_put_/index_put
+// (-> _index_put_impl_) and the functional index_fill, masked_scatter and put
+// (-> their in-place forms) decompose by themselves.
+#include <torch/library.h>
+
+#include "kiln/aten/compiled/shape_ops.h"
+
+namespace kiln::torch_integration {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("cat", TORCH_FN(compiled::cat));
+  m.impl("cat.out", TORCH_FN(compiled::cat_out));
+  m.impl("flip", TORCH_FN(compiled::flip));
+  m.impl("roll", TORCH_FN(compiled::roll));
+}
+
+}  // namespace kiln::torch_integration

@@ -7,6 +7,7 @@
 // (-> their in-place forms) decompose by themselves.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/indexing_ops.h"
 #include "kiln/aten/compiled/shape_ops.h"
 
 namespace kiln::torch_integration {
@@ -16,6 +17,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat.out", TORCH_FN(compiled::cat_out));
   m.impl("flip", TORCH_FN(compiled::flip));
   m.impl("roll", TORCH_FN(compiled::roll));
+
+  m.impl("index_select", TORCH_FN(compiled::index_select));
+  m.impl("index_select.out", TORCH_FN(compiled::index_select_out));
+  m.impl("gather", TORCH_FN(compiled::gather));
+  m.impl("gather.out", TORCH_FN(compiled::gather_out));
+  m.impl("take", TORCH_FN(compiled::take));
+  m.impl("take.out", TORCH_FN(compiled::take_out));
+  m.impl("index.Tensor", TORCH_FN(compiled::index));
+  m.impl("index.Tensor_out", TORCH_FN(compiled::index_out));
+  m.impl("nonzero", TORCH_FN(compiled::nonzero));
+  m.impl("nonzero.out", TORCH_FN(compiled::nonzero_out));
+  m.impl("masked_select", TORCH_FN(compiled::masked_select));
+  m.impl("masked_select.out", TORCH_FN(compiled::masked_select_out));
 }
 
 }  // namespace kiln::torch_integration

@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/indexing_ops.h"
+#include "kiln/aten/compiled/scatter_ops.h"
 #include "kiln/aten/compiled/shape_ops.h"
 
 namespace kiln::torch_integration {
@@ -30,6 +31,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero.out", TORCH_FN(compiled::nonzero_out));
   m.impl("masked_select", TORCH_FN(compiled::masked_select));
   m.impl("masked_select.out", TORCH_FN(compiled::masked_select_out));
+
+  m.impl("scatter.src_out", TORCH_FN(compiled::scatter_src_out));
+  m.impl("scatter.value_out", TORCH_FN(compiled::scatter_value_out));
+  m.impl("scatter.reduce_out", TORCH_FN(compiled::scatter_reduce_out));
+  m.impl("scatter.value_reduce_out", TORCH_FN(compiled::scatter_value_reduce_out));
+  m.impl("scatter_add.out", TORCH_FN(compiled::scatter_add_out));
+  m.impl("scatter_reduce.two_out", TORCH_FN(compiled::scatter_reduce_two_out));
+  m.impl("_index_put_impl_", TORCH_FN(compiled::index_put_impl_));
+  m.impl("index_add.out", TORCH_FN(compiled::index_add_out));
+  m.impl("index_copy.out", TORCH_FN(compiled::index_copy_out));
+  m.impl("index_reduce.out", TORCH_FN(compiled::index_reduce_out));
+  m.impl("index_fill_.int_Scalar", TORCH_FN(compiled::index_fill_));
+  m.impl("index_fill_.int_Tensor", TORCH_FN(compiled::index_fill_tensor_));
+  m.impl("embedding_dense_backward", TORCH_FN(compiled::embedding_dense_backward));
+  m.impl("masked_scatter_", TORCH_FN(compiled::masked_scatter_));
+  m.impl("put_", TORCH_FN(compiled::put_));
 }
 
 }  // namespace kiln::torch_integration

@@ -1,8 +1,9 @@
 // The compiled nn ops' registration table (kernels in compiled/): softmax,
-// normalizations and random numbers. native_dropout stays in the native table
-// (native/dropout.cc forwards to compiled/random_ops).
+// losses, normalizations and random numbers. native_dropout stays in the
+// native table (native/dropout.cc forwards to compiled/random_ops).
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/loss_ops.h"
 #include "kiln/aten/compiled/normalization_ops.h"
 #include "kiln/aten/compiled/random_ops.h"
 #include "kiln/aten/compiled/softmax_ops.h"
@@ -18,6 +19,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax_backward_data.out", TORCH_FN(compiled::softmax_backward_data_out));
   m.impl("_log_softmax_backward_data", TORCH_FN(compiled::log_softmax_backward_data));
   m.impl("_log_softmax_backward_data.out", TORCH_FN(compiled::log_softmax_backward_data_out));
+
+  m.impl("nll_loss_forward", TORCH_FN(compiled::nll_loss_forward));
+  m.impl("nll_loss_forward.output", TORCH_FN(compiled::nll_loss_forward_out));
+  m.impl("nll_loss_backward", TORCH_FN(compiled::nll_loss_backward));
+  m.impl("nll_loss_backward.grad_input", TORCH_FN(compiled::nll_loss_backward_out));
+  m.impl("nll_loss2d_forward", TORCH_FN(compiled::nll_loss2d_forward));
+  m.impl("nll_loss2d_forward.output", TORCH_FN(compiled::nll_loss2d_forward_out));
+  m.impl("nll_loss2d_backward", TORCH_FN(compiled::nll_loss2d_backward));
+  m.impl("nll_loss2d_backward.grad_input", TORCH_FN(compiled::nll_loss2d_backward_out));
 
   m.impl("native_layer_norm", TORCH_FN(compiled::native_layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(compiled::native_layer_norm_backward));

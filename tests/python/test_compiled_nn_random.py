@@ -82,6 +82,33 @@ def test_exponential():
     assert abs(mean - 0.5) < 0.01 and abs(var - 0.25) < 0.02
 
 
+def test_log_normal_cauchy_geometric():
+    x = compiled_only(lambda: torch.empty(N, device="kiln").log_normal_(0.5, 0.25)).cpu().double()
+    assert x.min() > 0
+    assert abs(x.log().mean().item() - 0.5) < 0.01 and abs(x.log().std().item() - 0.25) < 0.01
+    c = compiled_only(lambda: torch.empty(N, device="kiln").cauchy_(1.0, 2.0)).cpu().double()
+    assert abs(c.median().item() - 1.0) < 0.05
+    assert abs(((c - 1.0).abs() < 2.0).double().mean().item() - 0.5) < 0.01  # quartiles at median +- sigma
+    for dtype in (torch.float32, torch.int64):
+        g = compiled_only(lambda: torch.empty(N, device="kiln", dtype=dtype).geometric_(0.25)).cpu().double()
+        assert g.min() >= 1 and abs(g.mean().item() - 4.0) < 0.1
+
+
+def test_normal_with_tensor_arguments():
+    mean = torch.linspace(-5, 5, 11).repeat_interleave(N // 11).to("kiln")
+    std = torch.full_like(mean, 0.5)
+    for sample in [lambda: torch.normal(mean, 0.5), lambda: torch.normal(0.0, std) + mean,
+                   lambda: torch.normal(mean, std)]:
+        x = compiled_only(sample).cpu().double().view(11, -1)
+        assert (x.mean(1) - torch.linspace(-5, 5, 11).double()).abs().max() < 0.03
+        assert (x.std(1) - 0.5).abs().max() < 0.02
+    out = torch.empty_like(mean)
+    torch.normal(mean, 0.5, out=out)
+    assert abs(out.cpu().double().mean().item()) < 0.01
+    with pytest.raises(RuntimeError):
+        torch.normal(mean, -1.0)
+
+
 def raises_like_the_cpu(fn, *inputs):
     """The CPU raises for fn(*inputs); kiln must raise the same type."""
     with pytest.raises(Exception) as cpu_error:
@@ -102,6 +129,9 @@ def test_argument_errors_match_the_cpu():
     raises_like_the_cpu(lambda t: t.random_(5, 2), integers)
     raises_like_the_cpu(lambda t: t.random_(0, 300), torch.empty(3, dtype=torch.uint8))
     raises_like_the_cpu(lambda t: t.exponential_(-1.0), torch.empty(3))
+    raises_like_the_cpu(lambda t: t.log_normal_(0.0, -1.0), torch.empty(3))
+    raises_like_the_cpu(lambda t: t.cauchy_(0.0, 1.0), integers)
+    raises_like_the_cpu(lambda t: t.geometric_(1.5), torch.empty(3))
 
 
 def draws():

@@ -49,6 +49,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", TORCH_FN(compiled::random_to_));
   m.impl("random_.from", TORCH_FN(compiled::random_from_));
   m.impl("exponential_", TORCH_FN(compiled::exponential_));
+  m.impl("log_normal_", TORCH_FN(compiled::log_normal_));
+  m.impl("cauchy_", TORCH_FN(compiled::cauchy_));
+  m.impl("geometric_", TORCH_FN(compiled::geometric_));
+  m.impl("normal.Tensor_float", TORCH_FN(compiled::normal_tensor_float));
+  m.impl("normal.Tensor_float_out", TORCH_FN(compiled::normal_tensor_float_out));
+  m.impl("normal.float_Tensor", TORCH_FN(compiled::normal_float_tensor));
+  m.impl("normal.float_Tensor_out", TORCH_FN(compiled::normal_float_tensor_out));
+  m.impl("normal.Tensor_Tensor", TORCH_FN(compiled::normal_tensor_tensor));
+  m.impl("normal.Tensor_Tensor_out", TORCH_FN(compiled::normal_tensor_tensor_out));
   m.impl("native_dropout_backward", TORCH_FN(compiled::native_dropout_backward));
 }
 

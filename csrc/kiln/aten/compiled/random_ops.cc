@@ -3,10 +3,13 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/DistributionTemplates.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/ones_like.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 
@@ -263,6 +266,88 @@ struct ExponentialKernel {
   }
 };
 
+// A floating fill from one uniform value `unit` in [0, 1) and the op's
+// scalars, for the distributions ATen derives from a single uniform draw.
+using UnitTransform = std::function<ValueId(ir::Builder&, ValueId unit, const std::vector<ValueId>& scalars,
+                                            DType type)>;
+
+void unit_fill(const char* op_name, const char* key, const at::Tensor& self, c10::ArrayRef<c10::Scalar> scalars,
+               const std::optional<at::Generator>& generator, UnitTransform transform) {
+  DType storage = storage_of(self, op_name);
+  launch_random(op_name, key, {}, {self}, scalars, generator,
+                [storage, transform](ElementwiseContext& context) -> std::vector<ValueId> {
+                  DType type = compute_of(storage);
+                  std::vector<ValueId> values;
+                  for (ValueId scalar : context.scalars) values.push_back(context.builder.cast(scalar, type));
+                  ValueId unit = context.builder.cast(uniform_unit(context.builder, storage, 0), type);
+                  return {transform(context.builder, unit, values, type)};
+                });
+}
+
+template <typename RNG>
+struct LogNormalKernel {
+  void operator()(at::TensorIteratorBase& iter, double mean, double std, std::optional<at::Generator> generator) {
+    const char* op_name = "aten::log_normal_";
+    at::Tensor self = iterator_self(iter);
+    TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()),
+                                "\"log_normal_cpu\" not implemented for '", self.scalar_type(), "'");
+    DType storage = storage_of(self, op_name);
+    const c10::Scalar scalars[] = {mean, std};
+    launch_random(op_name, "log_normal", {}, {self}, scalars, generator,
+                  [storage](ElementwiseContext& context) -> std::vector<ValueId> {
+                    ir::Builder& builder = context.builder;
+                    DType type = compute_of(storage);
+                    ValueId z = standard_normal(builder, storage);
+                    ValueId normal = builder.binary(
+                        OpCode::kAdd, builder.binary(OpCode::kMultiply, z, builder.cast(context.scalars[1], type)),
+                        builder.cast(context.scalars[0], type));
+                    return {builder.unary(OpCode::kExp, normal)};
+                  });
+  }
+};
+
+template <typename RNG>
+struct CauchyKernel {
+  void operator()(at::TensorIteratorBase& iter, double median, double sigma, std::optional<at::Generator> generator) {
+    // median + sigma * tan(pi * (u - 1/2)), as ATen's transformation.
+    const c10::Scalar scalars[] = {median, sigma};
+    unit_fill("aten::cauchy_", "cauchy", iterator_self(iter), scalars, generator,
+              [](ir::Builder& builder, ValueId unit, const std::vector<ValueId>& values, DType type) {
+                ValueId angle = builder.binary(OpCode::kMultiply, builder.constant(kPi, type),
+                                               builder.binary(OpCode::kSubtract, unit, builder.constant(0.5, type)));
+                return builder.binary(OpCode::kAdd, values[0],
+                                      builder.binary(OpCode::kMultiply, values[1], builder.unary(OpCode::kTan, angle)));
+              });
+  }
+};
+
+template <typename RNG>
+struct GeometricKernel {
+  void operator()(at::TensorIteratorBase& iter, double p, std::optional<at::Generator> generator) {
+    // ceil(log(u) / log1p(-p)) with u in (0, 1], as ATen's transformation.
+    at::Tensor self = iterator_self(iter);
+    if (!at::isFloatingType(self.scalar_type())) {
+      // Integer outputs draw in float32, as the CPU's kernel.
+      at::Tensor values = at::empty_like(self, self.options().dtype(at::kFloat));
+      (*this)(values, p, generator);
+      self.copy_(values);
+      return;
+    }
+    (*this)(self, p, generator);
+  }
+  void operator()(const at::Tensor& self, double p, const std::optional<at::Generator>& generator) {
+    const c10::Scalar scalars[] = {p};
+    unit_fill("aten::geometric_", "geometric", self, scalars, generator,
+              [](ir::Builder& builder, ValueId unit, const std::vector<ValueId>& values, DType type) {
+                ValueId open = builder.binary(OpCode::kSubtract, builder.constant(1, type), unit);  // (0, 1]
+                ValueId ratio = builder.binary(
+                    OpCode::kDivide, builder.unary(OpCode::kLog, open),
+                    builder.unary(OpCode::kLog1p, builder.unary(OpCode::kNegate, values[0])));
+                return builder.unary(OpCode::kCeil, ratio);
+              });
+  }
+};
+
 }  // namespace
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
@@ -299,6 +384,51 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
 at::Tensor& exponential_(at::Tensor& self, double lambda, std::optional<at::Generator> generator) {
   return at::native::templates::exponential_impl_<ExponentialKernel, KilnGenerator>(self, lambda,
                                                                                     std::move(generator));
+}
+
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+  return at::native::templates::log_normal_impl_<LogNormalKernel, KilnGenerator>(self, mean, std,
+                                                                                 std::move(generator));
+}
+
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> generator) {
+  return at::native::templates::cauchy_impl_<CauchyKernel, KilnGenerator>(self, median, sigma,
+                                                                          std::move(generator));
+}
+
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
+  return at::native::templates::geometric_impl_<GeometricKernel, KilnGenerator>(self, p, std::move(generator));
+}
+
+at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> generator) {
+  return at::native::templates::normal_impl<NormalKernel, KilnGenerator>(mean, std, std::move(generator));
+}
+
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> generator,
+                                    at::Tensor& out) {
+  return at::native::templates::normal_out_impl<NormalKernel, KilnGenerator>(out, mean, std,
+                                                                             std::move(generator));
+}
+
+at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> generator) {
+  return at::native::templates::normal_impl<NormalKernel, KilnGenerator>(mean, std, std::move(generator));
+}
+
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> generator,
+                                    at::Tensor& out) {
+  return at::native::templates::normal_out_impl<NormalKernel, KilnGenerator>(out, mean, std,
+                                                                             std::move(generator));
+}
+
+at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std,
+                                std::optional<at::Generator> generator) {
+  return at::native::templates::normal_impl<NormalKernel, KilnGenerator>(mean, std, std::move(generator));
+}
+
+at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std,
+                                     std::optional<at::Generator> generator, at::Tensor& out) {
+  return at::native::templates::normal_out_impl<NormalKernel, KilnGenerator>(out, mean, std,
+                                                                             std::move(generator));
 }
 
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,

@@ -1,6 +1,7 @@
 // Compiled random number ops drawing from the kiln device generator
 // (c10/generator.h): uniform_, normal_, bernoulli_ (float and tensor p),
-// random_ (all three forms), exponential_, native_dropout and its backward.
+// normal with tensor arguments, random_ (all three forms), exponential_,
+// log_normal_, cauchy_, geometric_, native_dropout and its backward.
 // Registered in aten/registration_nn.cc.
 //
 // Every element's numbers are Philox4x32-10 of (seed, offset, the element's
@@ -33,6 +34,22 @@ at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                          std::optional<at::Generator> generator);
 at::Tensor& exponential_(at::Tensor& self, double lambda, std::optional<at::Generator> generator);
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator);
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> generator);
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> generator);
+
+// normal with tensor mean and/or std: a standard normal fill, then ATen's
+// own mul_/add_ (DistributionTemplates' normal_impl).
+at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> generator);
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> generator,
+                                    at::Tensor& out);
+at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> generator);
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> generator,
+                                    at::Tensor& out);
+at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std,
+                                std::optional<at::Generator> generator);
+at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std,
+                                     std::optional<at::Generator> generator, at::Tensor& out);
 
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
                                                   std::optional<bool> train);

@@ -186,3 +186,16 @@ def test_to_copy_and_autograd():
     compiled_only(lambda: (kiln_x.to(torch.float64) * 2).sum().backward())
     torch.testing.assert_close(kiln_x.grad.cpu(), x.grad)
     check(lambda a: torch.ops.aten._to_copy(a, dtype=torch.bfloat16), make((4, 2), torch.float32).t())
+
+
+def test_large_tensors_split_over_threads():
+    # Over the launch's grain size, so the kernels run in pieces on the thread
+    # pool: coordinates and linear indices must hold across the splits.
+    x = make((600, 700), torch.float32)
+    check(torch.tril, x, 3)
+    check(torch.triu, x.t(), -2)
+    check(lambda a: a.t().to(torch.bfloat16), x)
+    check(lambda a: a.t()[::2].clone().fill_(3), x)
+    on_both(lambda device: torch.arange(0, 300000, 1.5, device=device))
+    on_both(lambda device: torch.linspace(-5, 5, 300001, device=device))
+    on_both(lambda device: torch.eye(700, 650, device=device))

@@ -165,3 +165,24 @@ def test_autocast_on_kiln_matches_cpu_policy():
     assert on_device.dtype == on_cpu.dtype == torch.bfloat16
     assert summed.dtype == torch.float32
     torch.testing.assert_close(on_device.cpu(), on_cpu)
+
+
+def test_module_to_keeps_parameters_and_tied_weights():
+    # As with CUDA, Module.to() moves a parameter in place (param.data = ...),
+    # so the Parameter objects, and weights tied between modules, survive.
+    embedding = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = embedding.weight
+    model = torch.nn.Sequential(embedding, head)
+    original = embedding.weight
+    model.to("kiln")
+    assert embedding.weight is original and head.weight is embedding.weight
+    assert original.device.type == "kiln"
+    model(torch.tensor([1, 2], device="kiln")).sum().backward()
+    assert head.weight.grad is embedding.weight.grad
+    model.to("cpu")
+    assert head.weight is embedding.weight and original.device.type == "cpu"
+    assert original.grad.device.type == "cpu"
+    assert torch._has_compatible_shallow_copy_type(torch.ones(1), torch.ones(1, device="kiln"))
+    assert not torch._has_compatible_shallow_copy_type(torch.ones(1, device="kiln"),
+                                                       torch.ones(1).to_sparse())

@@ -23,6 +23,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", TORCH_FN(native::set_storage));
   m.impl("set_.source_Tensor", TORCH_FN(native::set_tensor));
   m.impl("set_", TORCH_FN(native::set_empty));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(native::has_compatible_shallow_copy_type));
   m.impl("_copy_from", TORCH_FN(native::copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize));
   m.impl("fill_.Scalar", TORCH_FN(native::fill_scalar));

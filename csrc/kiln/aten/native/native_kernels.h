@@ -44,6 +44,8 @@ at::Tensor& set_storage_with_offset(at::Tensor& self, c10::Storage source, int64
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source);
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
+// Whether `self`'s TensorImpl may take `from`'s metadata (`param.data = t`).
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
 
 // copy.cc
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool non_blocking);

@@ -80,4 +80,20 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage_with_offset(self, std::move(empty), 0, {0}, {});
 }
 
+// ATen lists the dense backends whose tensors may swap metadata (CPU, CUDA,
+// ...) and leaves PrivateUse1 to its backend. Without this, `param.data =
+// param.to("kiln")` is refused, so Module.to("kiln") makes a new Parameter
+// per module and breaks tied weights (a language model's embedding and head).
+// kiln and CPU tensors are both plain strided TensorImpls: they are compatible
+// with each other, as CUDA and CPU tensors are.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  record_static_op("aten::_has_compatible_shallow_copy_type", OpPath::kNative);
+  if (self.key_set() == from.key_set()) return true;
+  auto dense_cpu_or_kiln = [](const at::Tensor& tensor) {
+    return tensor.layout() == c10::kStrided && !tensor.is_quantized() &&
+           (tensor.device().is_cpu() || tensor.device().is_privateuseone());
+  };
+  return dense_cpu_or_kiln(self) && dense_cpu_or_kiln(from);
+}
+
 }  // namespace kiln::torch_integration::native

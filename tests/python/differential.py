@@ -53,6 +53,8 @@ def to_kiln(value):
         return value.to("kiln")
     if isinstance(value, (list, tuple)):
         return type(value)(to_kiln(item) for item in value)
+    if isinstance(value, dict):
+        return {key: to_kiln(item) for key, item in value.items()}
     return value
 
 

@@ -29,6 +29,24 @@ def test_broadcast_and_scalars(dtype):
     check(torch.add, x, y, alpha=2, message="alpha")
 
 
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", COMPARISONS[:6], ids=lambda op: op.__name__)
+def test_comparisons_with_a_scalar(op, dtype):
+    name = op.__name__
+    for layout, x in variants((5, 7), dtype):
+        for other in [1, -0.5, True]:
+            compiled_only(lambda: check(op, x, other, message=f"{name} {layout} {other!r}"))
+        compiled_only(lambda: check(lambda a: getattr(a.clone(), name + "_")(1), x,
+                                    message=f"{name}_ {layout}"))
+        compiled_only(lambda: check(
+            lambda a: op(a, 2, out=torch.empty(0, dtype=torch.float32, device=a.device)), x,
+            message=f"{name} out= float32 {layout}"))
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0])
+    if dtype.is_floating_point:
+        for other in [float("nan"), float("inf"), 0.0]:
+            check(op, special.to(dtype), other, message=f"{name} special {other}")
+
+
 def test_mixed_dtypes_promote():
     check(torch.add, make((8,), torch.int32), make((8,), torch.float16))
     check(torch.mul, make((8,), torch.bfloat16), make((8,), torch.float32))

@@ -180,6 +180,21 @@ def test_isnan_isinf_are_bool():
     check(lambda a: torch.isnan(a, out=torch.empty(0, dtype=torch.bool, device=a.device)), x)
 
 
+@pytest.mark.parametrize("op", [torch.isposinf, torch.isneginf], ids=["isposinf", "isneginf"])
+def test_isposinf_isneginf(op):
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0, -0.0])
+    for dtype in FLOATING:
+        for layout, tensor in variants((4, 6), dtype):
+            compiled_only(lambda: check(op, tensor, message=f"{dtype} {layout}"))
+        compiled_only(lambda: check(op, x.to(dtype), message=f"{dtype} special values"))
+    for dtype in [torch.int64, torch.int32, torch.uint8, torch.bool]:
+        compiled_only(lambda: check(op, make((3, 5), dtype), message=f"{dtype} is never infinite"))
+    compiled_only(lambda: check(lambda a: op(a, out=torch.ones(2, dtype=torch.bool, device=a.device)),
+                                x, message="out= resizes"))
+    check(lambda a: op(a, out=torch.empty(5, device=a.device)), x,
+          message="non-bool out= is an error")
+
+
 def test_bitwise_not_and_abs_wrap():
     extremes = torch.tensor([-128, -1, 0, 127], dtype=torch.int8)
     check(torch.abs, extremes)

@@ -71,6 +71,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("round.decimals_out", TORCH_FN(compiled::round_decimals_out));
   m.impl("isnan", TORCH_FN(compiled::isnan));
   m.impl("isinf", TORCH_FN(compiled::isinf));
+  m.impl("isposinf", TORCH_FN(compiled::isposinf));
+  m.impl("isposinf.out", TORCH_FN(compiled::isposinf_out));
+  m.impl("isneginf", TORCH_FN(compiled::isneginf));
+  m.impl("isneginf.out", TORCH_FN(compiled::isneginf_out));
   m.impl("nan_to_num", TORCH_FN(compiled::nan_to_num));
   m.impl("nan_to_num_", TORCH_FN(compiled::nan_to_num_));
   m.impl("nan_to_num.out", TORCH_FN(compiled::nan_to_num_out));

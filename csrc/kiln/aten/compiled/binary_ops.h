@@ -44,6 +44,20 @@ KILN_DECLARE_BINARY(logical_and)
 KILN_DECLARE_BINARY(logical_or)
 KILN_DECLARE_BINARY(logical_xor)
 
+#define KILN_DECLARE_COMPARISON_SCALAR(name)                                                    \
+  at::Tensor name##_scalar(const at::Tensor& self, const c10::Scalar& other);                   \
+  at::Tensor& name##_scalar_(at::Tensor& self, const c10::Scalar& other);                       \
+  at::Tensor& name##_scalar_out(const at::Tensor& self, const c10::Scalar& other, at::Tensor& out);
+
+KILN_DECLARE_COMPARISON_SCALAR(eq)
+KILN_DECLARE_COMPARISON_SCALAR(ne)
+KILN_DECLARE_COMPARISON_SCALAR(lt)
+KILN_DECLARE_COMPARISON_SCALAR(le)
+KILN_DECLARE_COMPARISON_SCALAR(gt)
+KILN_DECLARE_COMPARISON_SCALAR(ge)
+
+#undef KILN_DECLARE_COMPARISON_SCALAR
+
 at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other,
                     std::optional<c10::string_view> rounding_mode);
 at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other,

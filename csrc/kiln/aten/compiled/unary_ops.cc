@@ -22,6 +22,8 @@
 #include <ATen/ops/expm1_meta.h>
 #include <ATen/ops/floor_meta.h>
 #include <ATen/ops/frac_meta.h>
+#include <ATen/ops/isneginf_meta.h>
+#include <ATen/ops/isposinf_meta.h>
 #include <ATen/ops/lgamma_meta.h>
 #include <ATen/ops/log10_meta.h>
 #include <ATen/ops/log1p_meta.h>
@@ -283,6 +285,43 @@ at::Tensor isnan(const at::Tensor& self) {
 at::Tensor isinf(const at::Tensor& self) {
   return run_predicate("aten::isinf", "isinf", OpCode::kIsInf, self);
 }
+
+// isposinf and isneginf: ATen's meta function (bool output, no complex), then
+// `x == ±inf` on floating inputs; integers and bool are never infinite, so
+// their kernel stores false, as the CPU's fill does.
+namespace {
+
+template <typename Meta>
+const at::Tensor& run_infinity_test(const char* op_name, const char* key, double infinity,
+                                    StructuredIterator<Meta>& iter, const at::Tensor& self) {
+  iter.meta(self);
+  launch_pointwise(op_name, key, iter, {}, [infinity](PointwiseContext& context)
+                                               -> std::vector<ir::ValueId> {
+    ir::DType type = context.input_dtypes[0];
+    if (!ir::is_floating(type)) return {context.builder.constant(0.0, ir::DType::kBool)};
+    ir::ValueId bound = context.builder.constant(infinity, ir::compute_dtype(type));
+    return {context.binary(OpCode::kEqual, context.inputs[0], bound)};
+  });
+  return iter.result();
+}
+
+}  // namespace
+
+#define KILN_DEFINE_INFINITY_TEST(name, infinity)                                      \
+  at::Tensor name(const at::Tensor& self) {                                            \
+    StructuredIterator<at::meta::structured_##name> iter;                              \
+    return run_infinity_test("aten::" #name, #name, infinity, iter, self);             \
+  }                                                                                    \
+  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                    \
+    StructuredIterator<at::meta::structured_##name> iter(out, Target::kOut);           \
+    run_infinity_test("aten::" #name ".out", #name, infinity, iter, self);             \
+    return out;                                                                        \
+  }
+
+KILN_DEFINE_INFINITY_TEST(isposinf, std::numeric_limits<double>::infinity())
+KILN_DEFINE_INFINITY_TEST(isneginf, -std::numeric_limits<double>::infinity())
+
+#undef KILN_DEFINE_INFINITY_TEST
 
 // nan_to_num: replacements converted as the CPU kernel converts them, with a
 // plain cast (so 1e10 becomes inf in float16, without an overflow error).

@@ -69,6 +69,10 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
 // Bool results; integer and bool inputs are never NaN or infinite.
 at::Tensor isnan(const at::Tensor& self);
 at::Tensor isinf(const at::Tensor& self);
+at::Tensor isposinf(const at::Tensor& self);
+at::Tensor& isposinf_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor isneginf(const at::Tensor& self);
+at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out);
 
 // NaN, +inf and -inf replaced (by 0 and the dtype's largest and lowest finite
 // values unless given); integer and bool tensors are copied unchanged.

@@ -20,6 +20,22 @@ std::optional<ir::DType> to_ir_dtype(c10::ScalarType type) {
   }
 }
 
+c10::ScalarType to_scalar_type(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kBool: return c10::ScalarType::Bool;
+    case ir::DType::kUInt8: return c10::ScalarType::Byte;
+    case ir::DType::kInt8: return c10::ScalarType::Char;
+    case ir::DType::kInt16: return c10::ScalarType::Short;
+    case ir::DType::kInt32: return c10::ScalarType::Int;
+    case ir::DType::kInt64: return c10::ScalarType::Long;
+    case ir::DType::kFloat16: return c10::ScalarType::Half;
+    case ir::DType::kBFloat16: return c10::ScalarType::BFloat16;
+    case ir::DType::kFloat32: return c10::ScalarType::Float;
+    case ir::DType::kFloat64: return c10::ScalarType::Double;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown IR dtype");
+}
+
 ir::DType require_ir_dtype(c10::ScalarType type, const char* op_name) {
   std::optional<ir::DType> dtype = to_ir_dtype(type);
   TORCH_CHECK_TYPE(dtype.has_value(), op_name, ": dtype ", type,

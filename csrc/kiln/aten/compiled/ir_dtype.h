@@ -14,6 +14,9 @@ namespace kiln::torch_integration::compiled {
 // (complex, float8, the wide unsigned types, quantized).
 std::optional<ir::DType> to_ir_dtype(c10::ScalarType type);
 
+// The ATen scalar type of an IR dtype (every IR dtype has one).
+c10::ScalarType to_scalar_type(ir::DType dtype);
+
 // to_ir_dtype, or a TypeError naming the op and the dtype.
 ir::DType require_ir_dtype(c10::ScalarType type, const char* op_name);
 

@@ -66,6 +66,29 @@ at::Tensor with_dim(const at::Tensor& tensor, int64_t dim, int64_t size, int64_t
   return tensor.as_strided(sizes, strides);
 }
 
+// The dtype a reduction accumulates in: that of its element value, found by
+// building the element expression alone. Stage 1 of a split stores its
+// partials in it, so neither `any` into uint8 nor a float64 accumulation into
+// a float32 output loses anything between the stages.
+ir::DType accumulator_dtype(const char* op_name, const ReductionSpec& spec,
+                            c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs,
+                            c10::ArrayRef<c10::Scalar> scalars) {
+  ir::Builder builder("accumulator_probe", ir::KernelKind::kReduction, 1);
+  ReductionContext context{builder, {}, {}, {}, {}};
+  for (const at::Tensor& input : inputs) {
+    ir::DType dtype = require_ir_dtype(input.scalar_type(), op_name);
+    context.inputs.push_back(builder.load(builder.add_input(dtype, ir::Layout::kContiguous)));
+    context.input_dtypes.push_back(dtype);
+  }
+  for (const c10::Scalar& value : scalars) {
+    context.scalars.push_back(builder.scalar(builder.add_scalar(scalar_ir_dtype(value, op_name))));
+  }
+  for (const at::Tensor& output : outputs) {
+    context.output_dtypes.push_back(require_ir_dtype(output.scalar_type(), op_name));
+  }
+  return builder.dtype_of(spec.element(context));
+}
+
 // Two-stage plan for a large reduction into few outputs: split reduced dim
 // `dim` (size n) into (pieces, n / pieces), reduce the second part into a
 // partial tensor with `pieces` entries per output, then reduce the pieces.
@@ -96,10 +119,8 @@ bool reduce_in_two_stages(const char* op_name, std::string_view op_key,
   }
   c10::DimVector stage_one_reduced;
   for (int64_t other : reduced) stage_one_reduced.push_back(other < dim ? other : other + 1);
-  ir::DType partial_dtype = ir::compute_dtype(require_ir_dtype(outputs[0].scalar_type(), op_name));
-  at::ScalarType partial_type = partial_dtype == ir::DType::kFloat32 ? at::kFloat
-                                : partial_dtype == ir::DType::kFloat64 ? at::kDouble
-                                : outputs[0].scalar_type();
+  at::ScalarType partial_type =
+      to_scalar_type(accumulator_dtype(op_name, spec, inputs, outputs, scalars));
   at::Tensor partial = at::empty({kSplitPieces}, outputs[0].options().dtype(partial_type));
   c10::DimVector partial_sizes(split_inputs[0].dim(), 1), partial_strides(split_inputs[0].dim(), 0);
   partial_sizes[dim] = kSplitPieces;

@@ -159,7 +159,11 @@ class Emitter {
     out_ << c_prelude() << "\n/*\n" << ir::print(kernel_) << "*/\n";
     out_ << "KILN_EXPORT " << (kernel_.kind == ir::KernelKind::kReduction ? "KILN_REDUCTION " : "")
          << "void " << entry
-         << "(const kiln_launch_args* args, int64_t begin, int64_t end) {\n";
+         << "(const kiln_launch_args* launch, int64_t begin, int64_t end) {\n";
+    // A local copy of the launch arguments: stores through the output
+    // pointers cannot alias it, so the compiler keeps sizes and strides in
+    // registers instead of reloading them after every store.
+    out_ << "  const kiln_launch_args local = *launch;\n  const kiln_launch_args* const args = &local;\n";
     if (kernel_.kind == ir::KernelKind::kPointwise) {
       emit_pointwise();
     } else if (kernel_.reduction.op == ReduceOp::kArgMax || kernel_.reduction.op == ReduceOp::kArgMin) {

@@ -10,6 +10,7 @@ Kernel compiler:
     compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
     reset_compiler_stats()
 """
+import atexit
 import os
 import sys
 
@@ -51,3 +52,6 @@ def _autoload():
 
 
 _register()
+# Finish queued device work while Python can still run the destructors it
+# triggers (see _C._drain_streams).
+atexit.register(_C._drain_streams)

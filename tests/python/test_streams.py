@@ -135,3 +135,23 @@ def test_threads_on_their_own_streams_get_correct_results():
         thread.join(timeout=120)
     assert not any(thread.is_alive() for thread in threads), "a thread hung"
     assert not errors, errors
+
+
+def test_exit_with_work_still_queued_is_clean():
+    # The last references to tensors with Python objects may sit in queued
+    # work; the stream is drained at exit, before Python finalizes, so the
+    # worker never needs the GIL of a dying interpreter (which aborted).
+    code = """
+        import torch
+        import torch_kiln
+        from torch_kiln.models import MODELS, Training
+        training = Training(MODELS["mlp"], "kiln")
+        for _ in range(3):
+            training.step()
+        x = torch.randn(512, 512, device="kiln")
+        y = x @ x
+        del x
+    """
+    for _ in range(4):
+        result = run_python(code)
+        assert result.returncode == 0, result.stderr[-2000:]

@@ -96,6 +96,18 @@ PYBIND11_MODULE(_C, module) {
     }
     return previous;
   });
+  // Called at interpreter exit (torch_kiln registers it with atexit): work
+  // still queued holds tensors whose Python objects need the GIL when the
+  // stream worker releases them, and after finalization starts a thread that
+  // asks for the GIL is torn down mid-destructor. Errors are not raised here:
+  // nothing is left to report them to.
+  module.def("_drain_streams", [] {
+    if (!Runtime::initialized() || Runtime::in_bad_fork()) return;
+    py::gil_scoped_release no_gil;
+    for (int device = 0; device < config().num_devices(); ++device) {
+      (void)runtime().synchronize_device(device);
+    }
+  });
   module.def("_synchronize", [](int device) {
     int index = resolve_device_index(device);
     py::gil_scoped_release no_gil;

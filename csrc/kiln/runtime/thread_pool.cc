@@ -1,8 +1,15 @@
 #include "kiln/runtime/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kiln {
+namespace {
+
+constexpr int64_t kPiecesPerThread = 4;
+constexpr std::chrono::microseconds kWorkerSpin{200};
+
+}  // namespace
 
 ThreadPool& ThreadPool::instance() {
   static ThreadPool* pool = [] {
@@ -42,6 +49,16 @@ void ThreadPool::run_pieces() {
 void ThreadPool::work_loop() {
   uint64_t seen = 0;
   while (true) {
+    // Launches tend to come in bursts (one per op of a model step): look for
+    // the next one for a short while before sleeping, as OpenMP's workers do.
+    // A sleeping thread can take far longer to wake than a kernel runs (an
+    // idle virtual CPU is halted), and the launch then runs on its caller
+    // alone. yield() leaves the core to any other runnable thread meanwhile.
+    auto give_up = std::chrono::steady_clock::now() + kWorkerSpin;
+    while (published_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -66,11 +83,15 @@ void ThreadPool::parallel_for(int64_t total, int64_t grain, RangeFunction functi
     function_ = function;
     context_ = context;
     total_ = total;
-    piece_ = (total + wanted - 1) / wanted;
+    // Several pieces per thread, taken in turn: a thread that starts late
+    // (woken slowly, or its core busy with another process) takes fewer
+    // pieces instead of holding the whole launch back.
+    piece_ = std::max(grain, (total + wanted * kPiecesPerThread - 1) / (wanted * kPiecesPerThread));
     pieces_ = (total + piece_ - 1) / piece_;
     next_piece_.store(0);
     pieces_left_.store(pieces_);
     ++generation_;
+    published_.store(generation_, std::memory_order_release);
   }
   wake_.notify_all();
   run_pieces();

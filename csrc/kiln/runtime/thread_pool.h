@@ -50,6 +50,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   uint64_t generation_ = 0;  // bumped for each job
+  std::atomic<uint64_t> published_{0};  // generation_, for workers to poll without the lock
   bool stopping_ = false;
 
   // The current job.

@@ -24,12 +24,19 @@ import torch
 from run_info import header
 
 
+SETTLE_SECONDS = 0.05
+
+
 def sync(device):
     if device == "kiln":
         torch.kiln.synchronize()
 
 
 def time_loop(fn, device, calls):
+    # Let the other side's idle threads stop spinning first: OpenMP's workers
+    # spin for a while after each CPU op, and on a small machine they would
+    # take the cores from the kiln loop that follows (and kiln's from the CPU's).
+    time.sleep(SETTLE_SECONDS)
     fn()
     sync(device)
     start = time.perf_counter()

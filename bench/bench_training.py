@@ -3,8 +3,9 @@
 transformer) on kiln eager beside PyTorch's CPU eager, and the cold-start cost
 of kiln's kernel compilation.
 
-- step time: median seconds per training step over --steps steps, after two
-  warm-up steps; kiln and CPU rounds alternate. Target: cpu / kiln >= 1.0.
+- step time: median seconds per training step over --steps steps of one
+  model and optimizer, after two warm-up steps; each step ends with the device
+  idle. Target: cpu / kiln >= 1.0.
 - cold start: in a fresh process with an empty kernel cache (a temporary
   KILN_CACHE_DIR), the kernels compiled and the seconds of the first step;
   then the same with that cache warm on disk (a second fresh process).
@@ -26,20 +27,29 @@ import torch
 from run_info import header
 
 import torch_kiln
-from torch_kiln.models import MODELS, train_steps
+from torch_kiln.models import MODELS, Training
 
 
 def step_times(spec, device, steps):
-    """Seconds per step for `steps` steps after two warm-up steps."""
-    _, model = train_steps(spec, device, steps=2)
+    """Seconds per step for `steps` steps of one model and optimizer, after
+    two warm-up steps (which also create the optimizer's state). Each step
+    ends when the device is idle, so no work is left queued."""
+    training = Training(spec, device)
+    for _ in range(2):
+        training.step()
+    synchronize(device)
     times = []
-    for index in range(steps):
+    for _ in range(steps):
         start = time.perf_counter()
-        train_steps(spec, device, steps=1, seed=index, model=model)
-        if device == "kiln":
-            torch.kiln.synchronize()
+        training.step()
+        synchronize(device)
         times.append(time.perf_counter() - start)
     return times
+
+
+def synchronize(device):
+    if device == "kiln":
+        torch.kiln.synchronize()
 
 
 FIRST_STEP = """

@@ -124,26 +124,35 @@ MODELS = {
 }
 
 
-def train_steps(spec, device, steps, seed=0, model=None):
-    """Trains `spec`'s model on `device` for `steps` steps from a fixed seed;
-    returns (losses as floats, model). Batches are made on the CPU and moved,
-    so every device sees the same data."""
-    torch.manual_seed(seed)
-    if model is None:
-        model = spec.make_model()
-    model = model.to(device)
-    optimizer = spec.make_optimizer(list(model.parameters()))
-    generator = torch.Generator().manual_seed(seed + 1)
-    losses = []
-    for _ in range(steps):
-        inputs, targets = (tensor.to(device) for tensor in spec.make_batch(generator))
-        optimizer.zero_grad(set_to_none=True)
-        loss = spec.loss(model(inputs), targets)
+class Training:
+    """`spec`'s model, optimizer and batch stream on `device`, from a fixed
+    seed; step() runs one training step and returns its loss tensor (on the
+    device: reading it is the caller's choice, as it waits for the device).
+    Batches are made on the CPU and moved, so every device sees the same data."""
+
+    def __init__(self, spec, device, seed=0, model=None):
+        torch.manual_seed(seed)
+        self.spec = spec
+        self.device = device
+        self.model = (spec.make_model() if model is None else model).to(device)
+        self.optimizer = spec.make_optimizer(list(self.model.parameters()))
+        self.generator = torch.Generator().manual_seed(seed + 1)
+
+    def step(self):
+        spec = self.spec
+        inputs, targets = (tensor.to(self.device) for tensor in spec.make_batch(self.generator))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = spec.loss(self.model(inputs), targets)
         loss.backward()
         if spec.clip_gradients:
-            nn.utils.clip_grad_norm_(model.parameters(), spec.clip_gradients)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, model
+            nn.utils.clip_grad_norm_(self.model.parameters(), spec.clip_gradients)
+        self.optimizer.step()
+        return loss.detach()
 
 
+def train_steps(spec, device, steps, seed=0, model=None):
+    """Trains `spec`'s model on `device` for `steps` steps from a fixed seed;
+    returns (losses as floats, model)."""
+    training = Training(spec, device, seed, model)
+    losses = [training.step().item() for _ in range(steps)]
+    return losses, training.model

@@ -91,3 +91,22 @@ def test_meta_function_checks_and_conversions():
     check(torch.mean, make((4,), torch.int64), dtype=torch.float32, message="integer mean with dtype")
     check(torch.amax, make((0, 3), torch.float32), (), message="empty amax over everything")
     check(torch.sum, x.t()[::2], (0, 1), keepdim=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+@pytest.mark.parametrize("op", [torch.amax, torch.amin], ids=["amax", "amin"])
+def test_explicitly_vectorised_max_min_rows(op, dtype):
+    # Rows long enough for the vector folds, with NaN and infinities in the
+    # vector part, the tail and across whole rows; direct loads (contiguous),
+    # computed elements (abs) and strided rows take different code.
+    x = make((40, 203), torch.float64)
+    x[3, 17] = float("nan")
+    x[5, 201] = float("nan")
+    x[7, 9] = float("inf")
+    x[9, :] = -float("inf")
+    x[11, 100] = -float("inf")
+    x = x.to(dtype)
+    for name, tensor in [("contiguous", x), ("sliced", x[:, 1:]), ("abs", x),
+                         ("transposed", x.t().contiguous().t())]:
+        fn = (lambda a: op(a.abs(), 1)) if name == "abs" else (lambda a: op(a, 1))
+        compiled_only(lambda: check(fn, tensor, message=name))

@@ -1,5 +1,6 @@
 #include "kiln/compiler/codegen/c_source.h"
 
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -149,6 +150,29 @@ std::string arg_better(ReduceOp op, DType dtype, const std::string& element,
     text += " || (" + element + " != " + element + " && " + best + " == " + best + ")";
   }
   return text;
+}
+
+// A row reduction's fold done with explicit vectors (prelude.cc): the
+// vector type, its lane count and the fold function.
+struct VectorFold {
+  const char* type;
+  int width;
+  const char* function;
+};
+
+// Floating max and min: the C compiler does not vectorise their
+// NaN-propagating selects, so they get explicit vectors. Others fold in
+// scalar lanes the compiler vectorises itself.
+std::optional<VectorFold> vector_fold_of(ReduceOp op, DType accumulator) {
+  if (op != ReduceOp::kMax && op != ReduceOp::kMin) return std::nullopt;
+  bool max = op == ReduceOp::kMax;
+  if (accumulator == DType::kFloat32) {
+    return VectorFold{"kiln_f32x8", 8, max ? "kiln_vmax_f32x8" : "kiln_vmin_f32x8"};
+  }
+  if (accumulator == DType::kFloat64) {
+    return VectorFold{"kiln_f64x4", 4, max ? "kiln_vmax_f64x4" : "kiln_vmin_f64x4"};
+  }
+  return std::nullopt;
 }
 
 class Emitter {
@@ -538,6 +562,13 @@ class Emitter {
     out_ << "    " << compute_type(accumulator_type) << " lanes[" << kLanes << "];\n";
     out_ << "    for (int lane = 0; lane < " << kLanes << "; ++lane) lanes[lane] = "
          << reduce_identity(op, accumulator_type) << ";\n";
+    const std::optional<VectorFold> vector_fold = vector_fold_of(op, accumulator_type);
+    const int vectors = vector_fold ? kLanes / vector_fold->width : 0;
+    for (int part = 0; part < vectors; ++part) {
+      out_ << "    " << vector_fold->type << " vector_lanes" << part << ";\n";
+      out_ << "    for (int lane = 0; lane < " << vector_fold->width << "; ++lane) vector_lanes" << part
+           << "[lane] = " << reduce_identity(op, accumulator_type) << ";\n";
+    }
     out_ << "    for (int64_t q = 0; q < outer_count; ++q) {\n";
     for (int index = 0; index < input_count(); ++index) {
       out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
@@ -551,14 +582,47 @@ class Emitter {
     std::string input_value = value(kernel_.reduction.input);
     out_ << "      int64_t j = 0;\n";
     out_ << "      for (; j + " << kLanes << " <= length; j += " << kLanes << ") {\n";
-    out_ << "        for (int lane = 0; lane < " << kLanes << "; ++lane) {\n";
-    emit_nodes(element_nodes, "          ", "j + lane", "0");
-    out_ << "          " << reduce_step(op, accumulator_type, "lanes[lane]", convert(input_value, type, accumulator_type)) << "\n";
-    out_ << "        }\n      }\n";
+    if (vector_fold) {
+      // Each vector's elements are computed lane by lane (the compiler
+      // vectorises that), then folded with one explicit vector operation.
+      // A plain contiguous load of the accumulator's type is read as whole
+      // vectors (GCC 12 assembles some lane-by-lane blocks element by element).
+      const ir::Node& element = kernel_.nodes[kernel_.reduction.input];
+      const bool direct = element.op == OpCode::kLoad &&
+                          kernel_.inputs[element.integer].layout == ir::Layout::kContiguous &&
+                          kernel_.inputs[element.integer].dtype == accumulator_type;
+      for (int part = 0; part < vectors; ++part) {
+        const std::string first = "j + " + std::to_string(part * vector_fold->width);
+        out_ << "        {\n          " << vector_fold->type << " block;\n";
+        if (direct) {
+          out_ << "          __builtin_memcpy(&block, " << pointer(static_cast<int>(element.integer)) << " + "
+               << first << ", sizeof block);\n";
+        } else {
+          out_ << "          for (int lane = 0; lane < " << vector_fold->width << "; ++lane) {\n";
+          emit_nodes(element_nodes, "            ", first + " + lane", "0");
+          out_ << "            block[lane] = " << convert(input_value, type, accumulator_type) << ";\n";
+          out_ << "          }\n";
+        }
+        out_ << "          vector_lanes" << part << " = " << vector_fold->function << "(vector_lanes" << part << ", block);\n";
+        out_ << "        }\n";
+      }
+      out_ << "      }\n";
+    } else {
+      out_ << "        for (int lane = 0; lane < " << kLanes << "; ++lane) {\n";
+      emit_nodes(element_nodes, "          ", "j + lane", "0");
+      out_ << "          " << reduce_step(op, accumulator_type, "lanes[lane]", convert(input_value, type, accumulator_type)) << "\n";
+      out_ << "        }\n      }\n";
+    }
     out_ << "      for (; j < length; ++j) {\n";
     emit_nodes(element_nodes, "        ", "j", "0");
     out_ << "        " << reduce_step(op, accumulator_type, "lanes[0]", convert(input_value, type, accumulator_type)) << "\n";
     out_ << "      }\n    }\n";
+    for (int part = 0; part < vectors; ++part) {
+      out_ << "    for (int lane = 0; lane < " << vector_fold->width << "; ++lane) {\n      "
+           << reduce_step(op, accumulator_type, "lanes[" + std::to_string(part * vector_fold->width) + " + lane]",
+                          "vector_lanes" + std::to_string(part) + "[lane]")
+           << "\n    }\n";
+    }
     out_ << "    " << compute_type(accumulator_type) << " accumulator = lanes[0];\n";
     out_ << "    for (int lane = 1; lane < " << kLanes << "; ++lane) {\n";
     out_ << "      " << reduce_step(op, accumulator_type, "accumulator", "lanes[lane]") << "\n    }\n";

@@ -33,6 +33,24 @@ _Static_assert(sizeof(kiln_launch_args) == 8 * (16 + 8 + 128 + 8 + 2), "launch A
 #define KILN_REDUCTION
 #endif
 
+/* Explicit 32-byte vectors (GCC and Clang vector extensions) for the folds
+   the C compiler will not vectorise from scalar code: NaN-propagating max and
+   min. A lane takes v when v beats it or is NaN; a NaN lane then stays NaN,
+   as nothing beats it. */
+typedef float kiln_f32x8 __attribute__((vector_size(32)));
+typedef int32_t kiln_i32x8 __attribute__((vector_size(32)));
+typedef double kiln_f64x4 __attribute__((vector_size(32)));
+typedef int64_t kiln_i64x4 __attribute__((vector_size(32)));
+#define KILN_VECTOR_FOLD(name, vector, mask, compare)                        \
+  static inline vector name(vector a, vector v) {                            \
+    mask take = (v compare a) | (v != v);                                    \
+    return (vector)(((mask)v & take) | ((mask)a & ~take));                   \
+  }
+KILN_VECTOR_FOLD(kiln_vmax_f32x8, kiln_f32x8, kiln_i32x8, >)
+KILN_VECTOR_FOLD(kiln_vmin_f32x8, kiln_f32x8, kiln_i32x8, <)
+KILN_VECTOR_FOLD(kiln_vmax_f64x4, kiln_f64x4, kiln_i64x4, >)
+KILN_VECTOR_FOLD(kiln_vmin_f64x4, kiln_f64x4, kiln_i64x4, <)
+
 static inline float kiln_load_f16(uint16_t bits) {
   _Float16 value; __builtin_memcpy(&value, &bits, 2); return (float)value;
 }

@@ -351,3 +351,21 @@ def test_backward_of_a_sum_reads_an_expanded_gradient(pool):
     pool(cpu).sum().backward()
     compiled_only(lambda: pool(kiln).sum().backward())
     assert_same(cpu.grad, kiln.grad)
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last],
+                         ids=["planar", "channels_last"])
+def test_max_pool2d_backward_runs_planes_in_parallel(memory_format):
+    # Large enough to be split over threads by plane (by batch entry when
+    # channels are innermost); overlapping windows make one input element
+    # collect several gradients, which must all arrive.
+    x = make((8, 16, 40, 40), torch.float32).round()  # ties: the first max wins
+    x = x.contiguous(memory_format=memory_format)
+    grad = make((8, 16, 38, 38), torch.float32)
+
+    def backward(a, g):
+        a = a.clone().requires_grad_()
+        torch.nn.functional.max_pool2d(a, 3, stride=1).backward(g)
+        return a.grad
+
+    compiled_only(lambda: check(backward, x, grad))

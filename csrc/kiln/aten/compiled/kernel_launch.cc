@@ -25,10 +25,35 @@ void run_range(void* context, int64_t begin, int64_t end) {
   call->entry(call->args, begin, end);
 }
 
+// Blocks [begin, end) of `block` positions each.
+struct BlockCall {
+  KernelEntry entry;
+  const LaunchArgs* args;
+  int64_t block;
+  int64_t positions;
+};
+
+void run_blocks(void* context, int64_t begin, int64_t end) {
+  auto* call = static_cast<BlockCall*>(context);
+  call->entry(call->args, begin * call->block, std::min(end * call->block, call->positions));
+}
+
 void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
   int64_t cost = std::max<int64_t>(shape.cost_per_position, 1);
-  if (shape.single_threaded || shape.positions * cost < 2 * kGrainElements) {
+  if (shape.positions * cost < 2 * kGrainElements) {
     entry(&args, 0, shape.positions);
+    return;
+  }
+  if (shape.single_threaded) {
+    int64_t block = shape.independent_block;
+    if (block <= 0 || block >= shape.positions) {
+      entry(&args, 0, shape.positions);
+      return;
+    }
+    BlockCall call{entry, &args, block, shape.positions};
+    int64_t grain = std::max<int64_t>(kGrainElements / (cost * block), 1);
+    ThreadPool::instance().parallel_for((shape.positions + block - 1) / block, grain, &run_blocks,
+                                        &call);
     return;
   }
   RangeCall call{entry, &args};

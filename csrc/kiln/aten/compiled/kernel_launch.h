@@ -55,6 +55,11 @@ struct LaunchShape {
   int64_t cost_per_position = 1;  // elements touched per position (reductions: the reduced size)
   size_t bytes = 0;               // memory touched, for the inline-launch decision
   bool single_threaded = false;
+  // For a single-threaded kernel: positions in different aligned blocks of
+  // this many never store to the same element (a pooling backward scatters
+  // only within its plane), so whole blocks may run on different threads,
+  // each block in order. 0: every position may meet every other.
+  int64_t independent_block = 0;
 };
 
 // Queues `entry` on `stream` (or runs it at once when small and the stream is

@@ -253,6 +253,7 @@ void launch_pool_kernel(const PoolKernelSpec& spec) {
   shape.cost_per_position = std::max<int64_t>(spec.cost_per_position, 1);
   shape.bytes = bytes;
   shape.single_threaded = spec.single_threaded;
+  shape.independent_block = spec.independent_block;
   Stream& stream = stream_of(spec.outputs.front().tensor);
   launch_kernel(stream, spec.op_name, entry, args, shape, std::move(keep_alive));
 }

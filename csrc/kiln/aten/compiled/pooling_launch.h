@@ -100,6 +100,8 @@ struct PoolKernelSpec {
   // True exactly when the body uses store_indexed: the launch then runs on
   // one thread, in position order.
   bool single_threaded = false;
+  // See LaunchShape::independent_block.
+  int64_t independent_block = 0;
   std::function<void(PoolContext&)> body;  // stores every output
 };
 

@@ -198,6 +198,9 @@ void max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& i
   spec.outputs.push_back(plane_base(grad_input));
   spec.scalars = {pack_pair(kOpName, in.height, in.width), in.height_stride, in.width_stride};
   spec.single_threaded = true;
+  // Indices point into their own plane: planes (or, channels innermost, whole
+  // batch entries) scatter independently.
+  spec.independent_block = out.height * out.width * (spec.channels_innermost ? out.channels : 1);
   spec.body = [](PoolContext& context) {
     ir::Builder& builder = context.builder;
     auto [height, width] = context.unpack(context.scalars[0]);

@@ -55,7 +55,9 @@ void ThreadPool::work_loop() {
     // idle virtual CPU is halted), and the launch then runs on its caller
     // alone. yield() leaves the core to any other runnable thread meanwhile.
     auto give_up = std::chrono::steady_clock::now() + kWorkerSpin;
+    const uint64_t hush = hush_.load(std::memory_order_acquire);
     while (published_.load(std::memory_order_acquire) == seen &&
+           hush_.load(std::memory_order_acquire) == hush &&
            std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }

@@ -38,6 +38,11 @@ class ThreadPool {
   // at least `grain` long (except the last), and returns when all have run.
   void parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context);
 
+  // Sends workers that are polling for the next launch to sleep now. Called
+  // before work that brings its own threads (PyTorch's CPU kernels on the
+  // library path, with OpenMP), so polling workers do not take their cores.
+  void stop_polling() { hush_.fetch_add(1, std::memory_order_release); }
+
  private:
   void work_loop();
   // Runs pieces of the current job until none are left.
@@ -51,6 +56,7 @@ class ThreadPool {
   std::condition_variable done_;
   uint64_t generation_ = 0;  // bumped for each job
   std::atomic<uint64_t> published_{0};  // generation_, for workers to poll without the lock
+  std::atomic<uint64_t> hush_{0};       // bumped by stop_polling()
   bool stopping_ = false;
 
   // The current job.

@@ -190,7 +190,10 @@ void max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& i
   PoolPlanes out = pool_planes(grad_output);
   PoolKernelSpec spec;
   spec.op_name = kOpName;
-  spec.key = "max_pool2d_backward";
+  // A plane with row-major contiguous rows is addressed by the index itself;
+  // any other layout splits it into (h, w) first.
+  const bool dense_plane = in.width_stride == 1 && in.height_stride == in.width;
+  spec.key = dense_plane ? "max_pool2d_backward_dense" : "max_pool2d_backward";
   spec.sizes = {out.width, out.height, out.channels, out.batch};
   spec.channels_innermost = is_channels_last(grad_output);
   spec.inputs.push_back(at_position(grad_output));
@@ -201,13 +204,17 @@ void max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& i
   // Indices point into their own plane: planes (or, channels innermost, whole
   // batch entries) scatter independently.
   spec.independent_block = out.height * out.width * (spec.channels_innermost ? out.channels : 1);
-  spec.body = [](PoolContext& context) {
+  spec.body = [dense_plane](PoolContext& context) {
     ir::Builder& builder = context.builder;
     auto [height, width] = context.unpack(context.scalars[0]);
     ValueId index = builder.load(1);
     ValueId valid = context.both(context.less_equal(context.int64(0), index),
                                  context.less(index, context.mul(height, width)));
     index = context.or_zero(valid, index);
+    if (dense_plane) {
+      builder.store_indexed(0, context.or_zero(valid, builder.load(0)), index, /*accumulate=*/true);
+      return;
+    }
     ValueId h = context.floor_div(index, width);
     ValueId w = context.sub(index, context.mul(h, width));
     ValueId offset = context.or_zero(

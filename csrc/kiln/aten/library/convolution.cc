@@ -11,11 +11,15 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <map>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
+#include "kiln/runtime/thread_pool.h"
 #include "kiln/c10/status_error.h"
 
 namespace kiln::torch_integration::library {
@@ -36,19 +40,47 @@ std::optional<at::Tensor> alias_of(const std::optional<at::Tensor>& tensor) {
   return host_alias(*tensor);
 }
 
-// A kiln tensor shaped like the meta result, in the memory format the CPU
-// kernel picks for `like` (channels-last inputs give channels-last results).
-at::Tensor device_output(const at::Tensor& meta_result, const at::Tensor& like) {
-  if (!meta_result.defined()) return at::Tensor();
-  c10::MemoryFormat format = meta_result.dim() == like.dim() ? like.suggest_memory_format()
-                                                             : c10::MemoryFormat::Contiguous;
-  return at::empty(meta_result.sizes(), like.options().memory_format(format));
-}
-
 void check_device(const at::Tensor& first, const at::Tensor& other) {
   TORCH_CHECK(other.device() == first.device(),
               "Expected all tensors to be on the same device, but found at least two devices, ",
               first.device(), " and ", other.device(), "! (in convolution)");
+}
+
+// The sizes the meta convolution gives for one argument signature. A
+// training loop convolves the same shapes every step, and the meta run (which
+// is also where ATen's argument checks happen) costs ~50 us, so its result is
+// kept per signature: everything it depends on (sizes, strides, dtypes,
+// whether there is a bias, the convolution parameters) is in the key.
+class OutputSizeMemo {
+ public:
+  std::optional<std::vector<int64_t>> find(const std::vector<int64_t>& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = sizes_.find(key);
+    if (found == sizes_.end()) return std::nullopt;
+    return found->second;
+  }
+  void insert(std::vector<int64_t> key, std::vector<int64_t> sizes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (sizes_.size() >= kCapacity) sizes_.clear();  // unusual: many shapes; start over
+    sizes_.emplace(std::move(key), std::move(sizes));
+  }
+
+ private:
+  static constexpr size_t kCapacity = 256;
+  std::mutex mutex_;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> sizes_;
+};
+
+void append_tensor(std::vector<int64_t>& key, const at::Tensor& tensor) {
+  key.push_back(static_cast<int64_t>(tensor.scalar_type()));
+  key.push_back(tensor.dim());
+  key.insert(key.end(), tensor.sizes().begin(), tensor.sizes().end());
+  key.insert(key.end(), tensor.strides().begin(), tensor.strides().end());
+}
+
+void append_list(std::vector<int64_t>& key, c10::IntArrayRef values) {
+  key.push_back(static_cast<int64_t>(values.size()));
+  key.insert(key.end(), values.begin(), values.end());
 }
 
 struct ConvolutionArguments {
@@ -66,10 +98,28 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   record_static_op("aten::convolution", OpPath::kLibrary);
   check_device(input, weight);
   if (bias.has_value() && bias->defined()) check_device(input, *bias);
-  at::Tensor meta_result = at::convolution(meta_like(input), meta_like(weight), meta_like(bias),
-                                           stride, padding, dilation, transposed, output_padding,
-                                           groups);
-  at::Tensor output = device_output(meta_result, input);
+  const bool has_bias = bias.has_value() && bias->defined();
+  std::vector<int64_t> key;
+  append_tensor(key, input);
+  append_tensor(key, weight);
+  if (has_bias) append_tensor(key, *bias);
+  else key.push_back(-1);
+  for (c10::IntArrayRef list : {stride, padding, dilation, output_padding}) append_list(key, list);
+  key.push_back(transposed);
+  key.push_back(groups);
+  static OutputSizeMemo memo;
+  std::optional<std::vector<int64_t>> sizes = memo.find(key);
+  if (!sizes.has_value()) {
+    at::Tensor meta_result = at::convolution(meta_like(input), meta_like(weight), meta_like(bias),
+                                             stride, padding, dilation, transposed, output_padding,
+                                             groups);
+    sizes = meta_result.sizes().vec();
+    memo.insert(std::move(key), *sizes);
+  }
+  c10::MemoryFormat format = static_cast<int64_t>(sizes->size()) == input.dim()
+                                 ? input.suggest_memory_format()
+                                 : c10::MemoryFormat::Contiguous;
+  at::Tensor output = at::empty(*sizes, input.options().memory_format(format));
   if (output.numel() == 0) return output;
   // Owned copies: the work may run after this call returned.
   ConvolutionArguments arguments{stride.vec(), padding.vec(), dilation.vec(),
@@ -77,6 +127,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   size_t bytes = input.nbytes() + weight.nbytes() + output.nbytes();
   check_status(stream_of(output).launch("aten::convolution", bytes,
       [input, weight, bias, output, arguments]() {
+        ThreadPool::instance().stop_polling();  // oneDNN brings its own threads
         at::Tensor result = at::convolution(
             host_alias(input), host_alias(weight), alias_of(bias), arguments.stride,
             arguments.padding, arguments.dilation, arguments.transposed,
@@ -119,6 +170,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   check_status(stream_of(input).launch("aten::convolution_backward", bytes,
       [grad_output, input, weight, grad_input, grad_weight, grad_bias, owned_bias_sizes,
        arguments, output_mask]() {
+        ThreadPool::instance().stop_polling();  // oneDNN brings its own threads
         at::OptionalIntArrayRef sizes;
         if (owned_bias_sizes.has_value()) sizes = *owned_bias_sizes;
         auto [cpu_input, cpu_weight, cpu_bias] = at::convolution_backward(

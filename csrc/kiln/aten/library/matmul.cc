@@ -11,6 +11,7 @@
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
+#include "kiln/runtime/thread_pool.h"
 #include "kiln/c10/status_error.h"
 
 namespace kiln::torch_integration::library {
@@ -72,6 +73,7 @@ void launch(const char* name, at::Tensor& out, size_t bytes, Call call) {
   if (out.numel() == 0) return;
   at::Tensor target = out;
   check_status(stream_of(out).launch(name, bytes, [target, call]() {
+    ThreadPool::instance().stop_polling();  // the CPU kernel brings its own threads
     at::Tensor result = host_alias(target);
     call(result);
     return Status();

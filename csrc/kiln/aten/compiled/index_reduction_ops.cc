@@ -79,7 +79,7 @@ at::Tensor& all_of_out(const char* name, const char* op_name, ReduceOp op, const
 template <typename Meta>
 std::tuple<at::Tensor, at::Tensor> with_index(const char* op_name, const char* key, ReduceOp op,
                                               const at::Tensor& self, int64_t dim, bool keepdim) {
-  ReductionOutputs<Meta, 2> meta;
+  StructuredOutputs<Meta, 2> meta;
   int64_t wrapped = meta.meta(self, dim, keepdim).dim;
   select_with_index(op_name, key, op, self, reduced_dims(self, wrapped), meta.output(0),
                     meta.output(1));
@@ -91,7 +91,7 @@ std::tuple<at::Tensor&, at::Tensor&> with_index_out(const char* op_name, const c
                                                     ReduceOp op, const at::Tensor& self,
                                                     int64_t dim, bool keepdim, at::Tensor& values,
                                                     at::Tensor& indices) {
-  ReductionOutputs<Meta, 2> meta({values, indices});
+  StructuredOutputs<Meta, 2> meta({values, indices});
   int64_t wrapped = meta.meta(self, dim, keepdim).dim;
   select_with_index(op_name, key, op, self, reduced_dims(self, wrapped), values, indices);
   return {values, indices};
@@ -143,7 +143,7 @@ std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t
 }
 
 at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  ReductionOutputs<at::meta::structured_argmax> meta;
+  StructuredOutputs<at::meta::structured_argmax> meta;
   meta.meta(self, dim, keepdim);
   arg_into("argmax", "aten::argmax", ReduceOp::kArgMax, self, dim, meta.output());
   return meta.output();
@@ -151,14 +151,14 @@ at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepd
 
 at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
                        at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_argmax> meta({out});
+  StructuredOutputs<at::meta::structured_argmax> meta({out});
   meta.meta(self, dim, keepdim);
   arg_into("argmax", "aten::argmax.out", ReduceOp::kArgMax, self, dim, out);
   return out;
 }
 
 at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  ReductionOutputs<at::meta::structured_argmin> meta;
+  StructuredOutputs<at::meta::structured_argmin> meta;
   meta.meta(self, dim, keepdim);
   arg_into("argmin", "aten::argmin", ReduceOp::kArgMin, self, dim, meta.output());
   return meta.output();
@@ -166,7 +166,7 @@ at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepd
 
 at::Tensor& argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
                        at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_argmin> meta({out});
+  StructuredOutputs<at::meta::structured_argmin> meta({out});
   meta.meta(self, dim, keepdim);
   arg_into("argmin", "aten::argmin.out", ReduceOp::kArgMin, self, dim, out);
   return out;
@@ -186,7 +186,7 @@ void aminmax_into(const char* op_name, const at::Tensor& self, std::optional<int
 
 std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim,
                                            bool keepdim) {
-  ReductionOutputs<at::meta::structured_aminmax, 2> meta;
+  StructuredOutputs<at::meta::structured_aminmax, 2> meta;
   meta.meta(self, dim, keepdim);
   aminmax_into("aten::aminmax", self, dim, meta.output(0), meta.output(1));
   return {meta.output(0), meta.output(1)};
@@ -194,7 +194,7 @@ std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional
 
 std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::optional<int64_t> dim,
                                                  bool keepdim, at::Tensor& min, at::Tensor& max) {
-  ReductionOutputs<at::meta::structured_aminmax, 2> meta({min, max});
+  StructuredOutputs<at::meta::structured_aminmax, 2> meta({min, max});
   meta.meta(self, dim, keepdim);
   aminmax_into("aten::aminmax.out", self, dim, min, max);
   return {min, max};

@@ -93,7 +93,7 @@ void fold_logical(const char* op_name, ReduceOp op, const at::Tensor& self,
 
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_sum_dim_IntList> meta({out});
+  StructuredOutputs<at::meta::structured_sum_dim_IntList> meta({out});
   meta.meta(self, dim, keepdim, dtype);
   fold("aten::sum.IntList_out", "sum", ReduceOp::kSum, self, reduced_dims(self, dim), out);
   return out;
@@ -101,7 +101,7 @@ at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 
 at::Tensor sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                std::optional<at::ScalarType> dtype) {
-  ReductionOutputs<at::meta::structured_sum_dim_IntList> meta;
+  StructuredOutputs<at::meta::structured_sum_dim_IntList> meta;
   meta.meta(self, dim, keepdim, dtype);
   fold("aten::sum.dim_IntList", "sum", ReduceOp::kSum, self, reduced_dims(self, dim), meta.output());
   return meta.output();
@@ -109,7 +109,7 @@ at::Tensor sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
 
 at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_mean_dim> meta({out});
+  StructuredOutputs<at::meta::structured_mean_dim> meta({out});
   meta.meta(self, dim, keepdim, dtype);
   fold("aten::mean.out", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), out, true);
   return out;
@@ -117,7 +117,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
 
 at::Tensor mean(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                 std::optional<at::ScalarType> dtype) {
-  ReductionOutputs<at::meta::structured_mean_dim> meta;
+  StructuredOutputs<at::meta::structured_mean_dim> meta;
   meta.meta(self, dim, keepdim, dtype);
   fold("aten::mean.dim", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), meta.output(), true);
   return meta.output();
@@ -132,7 +132,7 @@ at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
 
 at::Tensor& prod_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
                          std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_prod_dim_int> meta({out});
+  StructuredOutputs<at::meta::structured_prod_dim_int> meta({out});
   meta.meta(self, dim, keepdim, dtype);
   fold("aten::prod.int_out", "prod", ReduceOp::kProduct, self, reduced_dims(self, dim), out);
   return out;
@@ -140,7 +140,7 @@ at::Tensor& prod_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
 
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
-  ReductionOutputs<at::meta::structured_prod_dim_int> meta;
+  StructuredOutputs<at::meta::structured_prod_dim_int> meta;
   meta.meta(self, dim, keepdim, dtype);
   fold("aten::prod.dim_int", "prod", ReduceOp::kProduct, self, reduced_dims(self, dim), meta.output());
   return meta.output();
@@ -186,28 +186,28 @@ at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dim) {
 }
 
 at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_amax> meta({out});
+  StructuredOutputs<at::meta::structured_amax> meta({out});
   meta.meta(self, dim, keepdim);
   fold("aten::amax.out", "amax", ReduceOp::kMax, self, reduced_dims(self, dim), out);
   return out;
 }
 
 at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  ReductionOutputs<at::meta::structured_amax> meta;
+  StructuredOutputs<at::meta::structured_amax> meta;
   meta.meta(self, dim, keepdim);
   fold("aten::amax", "amax", ReduceOp::kMax, self, reduced_dims(self, dim), meta.output());
   return meta.output();
 }
 
 at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_amin> meta({out});
+  StructuredOutputs<at::meta::structured_amin> meta({out});
   meta.meta(self, dim, keepdim);
   fold("aten::amin.out", "amin", ReduceOp::kMin, self, reduced_dims(self, dim), out);
   return out;
 }
 
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  ReductionOutputs<at::meta::structured_amin> meta;
+  StructuredOutputs<at::meta::structured_amin> meta;
   meta.meta(self, dim, keepdim);
   fold("aten::amin", "amin", ReduceOp::kMin, self, reduced_dims(self, dim), meta.output());
   return meta.output();
@@ -216,38 +216,38 @@ at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
 // any and all, every overload: the meta function, then fold_logical.
 #define KILN_DEFINE_LOGICAL(name, op)                                                              \
   at::Tensor name(const at::Tensor& self) {                                                        \
-    ReductionOutputs<at::meta::structured_##name> meta;                                            \
+    StructuredOutputs<at::meta::structured_##name> meta;                                            \
     meta.meta(self);                                                                               \
     fold_logical("aten::" #name, op, self, std::nullopt, meta.output());                           \
     return meta.output();                                                                          \
   }                                                                                                \
   at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                                \
-    ReductionOutputs<at::meta::structured_##name> meta({out});                                     \
+    StructuredOutputs<at::meta::structured_##name> meta({out});                                     \
     meta.meta(self);                                                                               \
     fold_logical("aten::" #name ".all_out", op, self, std::nullopt, out);                          \
     return out;                                                                                    \
   }                                                                                                \
   at::Tensor name##_dim(const at::Tensor& self, int64_t dim, bool keepdim) {                       \
-    ReductionOutputs<at::meta::structured_##name##_dim> meta;                                      \
+    StructuredOutputs<at::meta::structured_##name##_dim> meta;                                      \
     meta.meta(self, dim, keepdim);                                                                 \
     fold_logical("aten::" #name ".dim", op, self, dim, meta.output());                             \
     return meta.output();                                                                          \
   }                                                                                                \
   at::Tensor& name##_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) { \
-    ReductionOutputs<at::meta::structured_##name##_dim> meta({out});                               \
+    StructuredOutputs<at::meta::structured_##name##_dim> meta({out});                               \
     meta.meta(self, dim, keepdim);                                                                 \
     fold_logical("aten::" #name ".out", op, self, dim, out);                                       \
     return out;                                                                                    \
   }                                                                                                \
   at::Tensor name##_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {      \
-    ReductionOutputs<at::meta::structured_##name##_dims> meta;                                     \
+    StructuredOutputs<at::meta::structured_##name##_dims> meta;                                     \
     meta.meta(self, dim, keepdim);                                                                 \
     fold_logical("aten::" #name ".dims", op, self, dim, meta.output());                            \
     return meta.output();                                                                          \
   }                                                                                                \
   at::Tensor& name##_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,   \
                               at::Tensor& out) {                                                   \
-    ReductionOutputs<at::meta::structured_##name##_dims> meta({out});                              \
+    StructuredOutputs<at::meta::structured_##name##_dims> meta({out});                              \
     meta.meta(self, dim, keepdim);                                                                 \
     fold_logical("aten::" #name ".dims_out", op, self, dim, out);                                  \
     return out;                                                                                    \

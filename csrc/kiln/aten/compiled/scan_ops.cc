@@ -190,7 +190,7 @@ void scan_into(const char* op_name, ScanKind kind, const at::Tensor& self, int64
 template <typename Meta>
 at::Tensor scan(const char* op_name, ScanKind kind, const at::Tensor& self, int64_t dim,
                 std::optional<at::ScalarType> dtype) {
-  ReductionOutputs<Meta> meta;
+  StructuredOutputs<Meta> meta;
   meta.meta(self, dim, dtype);
   scan_into(op_name, kind, self, dim, meta.output());
   return meta.output();
@@ -199,7 +199,7 @@ at::Tensor scan(const char* op_name, ScanKind kind, const at::Tensor& self, int6
 template <typename Meta>
 at::Tensor& scan_out(const char* op_name, ScanKind kind, const at::Tensor& self, int64_t dim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  ReductionOutputs<Meta> meta({out});
+  StructuredOutputs<Meta> meta({out});
   meta.meta(self, dim, dtype);
   scan_into(op_name, kind, self, dim, out);
   return out;
@@ -208,7 +208,7 @@ at::Tensor& scan_out(const char* op_name, ScanKind kind, const at::Tensor& self,
 template <typename Meta>
 at::Tensor& scan_in_place(const char* op_name, ScanKind kind, at::Tensor& self, int64_t dim,
                           std::optional<at::ScalarType> dtype) {
-  ReductionOutputs<Meta> meta({self}, /*in_place=*/true);
+  StructuredOutputs<Meta> meta({self}, /*in_place=*/true);
   meta.meta(self, dim, dtype);
   scan_into(op_name, kind, self, dim, self);
   return self;

@@ -301,7 +301,7 @@ std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::Optional
 at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& ord,
                                    at::OptionalIntArrayRef dim, bool keepdim,
                                    std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_linalg_vector_norm> meta({out});
+  StructuredOutputs<at::meta::structured_linalg_vector_norm> meta({out});
   meta.meta(self, ord, dim, keepdim, dtype);
   vector_norm_into("aten::linalg_vector_norm.out", self, ord.toDouble(), dim, out);
   return out;
@@ -310,7 +310,7 @@ at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& or
 at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord,
                               at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype) {
-  ReductionOutputs<at::meta::structured_linalg_vector_norm> meta;
+  StructuredOutputs<at::meta::structured_linalg_vector_norm> meta;
   meta.meta(self, ord, dim, keepdim, dtype);
   vector_norm_into("aten::linalg_vector_norm", self, ord.toDouble(), dim, meta.output());
   return meta.output();
@@ -320,14 +320,14 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord,
 // linalg_vector_norm_out into the result (whose checks then apply too).
 at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& p,
                      at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_norm_ScalarOpt_dim> meta({out});
+  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim> meta({out});
   meta.meta(self, optional_ref(p), dim, keepdim);
   return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
 }
 
 at::Tensor norm(const at::Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim,
                 bool keepdim) {
-  ReductionOutputs<at::meta::structured_norm_ScalarOpt_dim> meta;
+  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim> meta;
   meta.meta(self, optional_ref(p), dim, keepdim);
   at::Tensor out = meta.output();
   return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
@@ -336,14 +336,14 @@ at::Tensor norm(const at::Tensor& self, const std::optional<c10::Scalar>& p, at:
 at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& p,
                            at::IntArrayRef dim, bool keepdim, at::ScalarType dtype,
                            at::Tensor& out) {
-  ReductionOutputs<at::meta::structured_norm_ScalarOpt_dim_dtype> meta({out});
+  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim_dtype> meta({out});
   meta.meta(self, optional_ref(p), dim, keepdim, dtype);
   return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);
 }
 
 at::Tensor norm_dtype(const at::Tensor& self, const std::optional<c10::Scalar>& p,
                       at::IntArrayRef dim, bool keepdim, at::ScalarType dtype) {
-  ReductionOutputs<at::meta::structured_norm_ScalarOpt_dim_dtype> meta;
+  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim_dtype> meta;
   meta.meta(self, optional_ref(p), dim, keepdim, dtype);
   at::Tensor out = meta.output();
   return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);

@@ -12,18 +12,8 @@
 namespace kiln::torch_integration::compiled {
 namespace {
 
-struct Dim {
-  int64_t size = 1;
-  int64_t strides[ir::kMaxOperands] = {};
-};
-
-ir::Layout layout_of(int64_t stride, int64_t size) {
-  if (size == 1 || stride == 1) return ir::Layout::kContiguous;
-  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
-}
-
 // `outer` continues `inner` in every operand: one dim of inner.size * outer.size.
-bool continues(const Dim& inner, const Dim& outer, int operands) {
+bool continues(const KernelDim& inner, const KernelDim& outer, int operands) {
   for (int k = 0; k < operands; ++k) {
     if (outer.strides[k] != inner.strides[k] * inner.size) return false;
   }
@@ -53,9 +43,9 @@ void launch_with_coordinates(const char* op_name, std::string_view op_key,
   // Dims innermost first; the coordinate dims as they are, batch dims merged.
   const int64_t rank = output.dim();
   const int64_t kept = std::min<int64_t>(coordinate_dims, rank);
-  c10::SmallVector<Dim, ir::kMaxRank> dims;
+  c10::SmallVector<KernelDim, ir::kMaxRank> dims;
   for (int64_t d = 0; d < rank; ++d) {
-    Dim dim;
+    KernelDim dim;
     int64_t tensor_dim = rank - 1 - d;
     dim.size = output.size(tensor_dim);
     for (int k = 0; k < operands; ++k) dim.strides[k] = operand(k).stride(tensor_dim);
@@ -68,7 +58,7 @@ void launch_with_coordinates(const char* op_name, std::string_view op_key,
     }
     dims.push_back(dim);
   }
-  if (dims.empty()) dims.push_back(Dim());
+  if (dims.empty()) dims.push_back(KernelDim());
   const int kernel_rank = static_cast<int>(dims.size());
   TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
               ir::kMaxRank, " dims after merging batch dims, got ", kernel_rank);
@@ -84,7 +74,7 @@ void launch_with_coordinates(const char* op_name, std::string_view op_key,
     ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
     args.data[k] = static_cast<char*>(tensor.data_ptr());
     for (int d = 0; d < kernel_rank; ++d) args.strides[k][d] = dims[d].strides[k];
-    ir::Layout layout = layout_of(dims[0].strides[k], dims[0].size);
+    ir::Layout layout = layout_class(dims[0].strides[k], dims[0].size);
     plans.push_back({dtype, layout});
     keep_alive.push_back(tensor);
     bytes += static_cast<size_t>(output.numel()) * static_cast<size_t>(ir::dtype_size(dtype));

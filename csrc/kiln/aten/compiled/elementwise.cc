@@ -19,15 +19,6 @@ struct Dim {
   int64_t strides[ir::kMaxOperands];
 };
 
-ir::Layout layout_of(int64_t stride, int64_t size) {
-  if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
-  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
-}
-
-char signature_char(ir::DType dtype) {
-  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
-}
-
 }  // namespace
 
 ir::ValueId ElementwiseContext::coordinate(int64_t dim) {
@@ -141,7 +132,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
   for (int index = 0; index < operands; ++index) {
     const at::Tensor& tensor = operand(index);
     ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
-    ir::Layout layout = layout_of(merged[0].strides[index], merged[0].size);
+    ir::Layout layout = layout_class(merged[0].strides[index], merged[0].size);
     dtypes.push_back(dtype);
     layouts.push_back(layout);
     args.data[index] = static_cast<char*>(tensor.data_ptr());
@@ -163,7 +154,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
     else args.scalars[slot].integer = value.toLong();
     ++slot;
     scalar_dtypes.push_back(dtype);
-    signature.append(signature_char(dtype));
+    signature.append(scalar_kind_char(dtype));
   }
   TORCH_CHECK(slot <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
 

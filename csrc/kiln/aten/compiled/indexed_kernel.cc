@@ -13,40 +13,6 @@
 namespace kiln::torch_integration::compiled {
 namespace {
 
-struct Dim {
-  int64_t size;
-  int64_t strides[ir::kMaxOperands];
-};
-
-ir::Layout layout_of(int64_t stride, int64_t size) {
-  if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
-  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
-}
-
-char scalar_char(ir::DType dtype) {
-  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
-}
-
-// Merges neighbours (fastest first) that every operand steps through as one dim.
-std::vector<Dim> coalesce(const std::vector<Dim>& dims, int operands) {
-  std::vector<Dim> merged;
-  for (const Dim& dim : dims) {
-    if (!merged.empty()) {
-      Dim& previous = merged.back();
-      bool mergeable = true;
-      for (int index = 0; index < operands; ++index) {
-        if (dim.strides[index] != previous.strides[index] * previous.size) mergeable = false;
-      }
-      if (mergeable) {
-        previous.size *= dim.size;
-        continue;
-      }
-    }
-    merged.push_back(dim);
-  }
-  return merged;
-}
-
 }  // namespace
 
 KernelOperand operand_of(const at::Tensor& view) {
@@ -88,21 +54,21 @@ void launch_indexed_kernel(const char* op_name, const IndexedKernelSpec& spec,
   }
   if (positions == 0) return;
 
-  std::vector<Dim> dims;
+  std::vector<KernelDim> dims;
   for (int64_t dim = rank - 1; dim >= 0; --dim) {
     if (shape[dim] == 1 && !spec.logical_order) continue;
-    Dim entry{shape[dim], {}};
+    KernelDim entry{shape[dim], {}};
     for (int index = 0; index < operands; ++index) entry.strides[index] = operand(index).strides[dim];
     dims.push_back(entry);
   }
   if (!spec.logical_order) {
     int order = spec.order_by < 0 ? input_count : spec.order_by;
-    std::stable_sort(dims.begin(), dims.end(), [order](const Dim& a, const Dim& b) {
+    std::stable_sort(dims.begin(), dims.end(), [order](const KernelDim& a, const KernelDim& b) {
       return std::abs(a.strides[order]) < std::abs(b.strides[order]);
     });
-    dims = coalesce(dims, operands);
+    coalesce_dims(dims, operands);
   }
-  if (dims.empty()) dims.push_back(Dim{1, {}});
+  if (dims.empty()) dims.push_back(KernelDim{1, {}});
   const int kernel_rank = static_cast<int>(dims.size());
   TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
               ir::kMaxRank, " dims after merging, got ", kernel_rank);
@@ -121,7 +87,7 @@ void launch_indexed_kernel(const char* op_name, const IndexedKernelSpec& spec,
   for (int index = 0; index < operands; ++index) {
     const KernelOperand& entry = operand(index);
     ir::DType dtype = require_ir_dtype(entry.tensor.scalar_type(), op_name);
-    ir::Layout layout = layout_of(dims[0].strides[index], dims[0].size);
+    ir::Layout layout = layout_class(dims[0].strides[index], dims[0].size);
     dtypes.push_back(dtype);
     layouts.push_back(layout);
     int64_t element = entry.tensor.element_size();
@@ -138,7 +104,7 @@ void launch_indexed_kernel(const char* op_name, const IndexedKernelSpec& spec,
     if (dtype == ir::DType::kFloat64) args.scalars[slot].real = scalars[slot].toDouble();
     else args.scalars[slot].integer = scalars[slot].toLong();
     scalar_dtypes.push_back(dtype);
-    signature.append(scalar_char(dtype));
+    signature.append(scalar_kind_char(dtype));
   }
   signature.append(spec.single_threaded ? "|1" : "|n").append(spec.logical_order ? 'l' : 'm');
 

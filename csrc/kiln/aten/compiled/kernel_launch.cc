@@ -63,6 +63,34 @@ void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
 
 }  // namespace
 
+ir::Layout layout_class(int64_t stride, int64_t size) {
+  if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
+  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
+}
+
+char scalar_kind_char(ir::DType dtype) {
+  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
+}
+
+void coalesce_dims(std::vector<KernelDim>& dims, int operands) {
+  std::vector<KernelDim> merged;
+  for (const KernelDim& dim : dims) {
+    if (!merged.empty()) {
+      KernelDim& previous = merged.back();
+      bool mergeable = true;
+      for (int index = 0; index < operands; ++index) {
+        if (dim.strides[index] != previous.strides[index] * previous.size) mergeable = false;
+      }
+      if (mergeable) {
+        previous.size *= dim.size;
+        continue;
+      }
+    }
+    merged.push_back(dim);
+  }
+  dims = std::move(merged);
+}
+
 Signature& Signature::append(std::string_view text) {
   TORCH_INTERNAL_ASSERT(length_ + text.size() <= sizeof(buffer_), "kernel signature too long");
   std::memcpy(buffer_ + length_, text.data(), text.size());

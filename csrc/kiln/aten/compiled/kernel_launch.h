@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string_view>
+#include <vector>
 
 #include "kiln/compiler/kernel_abi.h"
 #include "kiln/ir/kernel.h"
@@ -45,6 +46,25 @@ KernelEntry kernel_for(std::string_view signature, const char* op_name, Build&& 
   if (KernelEntry entry = cached_kernel(signature)) return entry;
   return build_kernel(signature, op_name, std::function<ir::Kernel()>(std::forward<Build>(build)));
 }
+
+// The layout class of an operand along a kernel's innermost dim, of `size`
+// elements and the operand's `stride` through it (a dim of one element is
+// contiguous for every operand).
+ir::Layout layout_class(int64_t stride, int64_t size);
+
+// The kernel-signature character of a scalar launch argument's kind (f64,
+// i64 or bool).
+char scalar_kind_char(ir::DType dtype);
+
+// A kernel dim: its size and each operand's stride through it, in elements.
+struct KernelDim {
+  int64_t size = 1;
+  int64_t strides[ir::kMaxOperands] = {};
+};
+
+// Merges neighbours of `dims` (fastest first) that every one of the first
+// `operands` operands steps through as through one dim.
+void coalesce_dims(std::vector<KernelDim>& dims, int operands);
 
 // Tensors a queued launch holds until it has run, so their memory is not
 // released (empty_cache) under it.

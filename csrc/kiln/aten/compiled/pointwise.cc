@@ -35,15 +35,6 @@ ir::DType argument_dtype(ir::DType dtype) {
   return ir::is_floating(dtype) ? ir::DType::kFloat64 : ir::DType::kInt64;
 }
 
-char signature_char(ir::DType dtype) {
-  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
-}
-
-ir::Layout layout_of(int64_t stride, int64_t size0) {
-  if (size0 == 1 || stride == 1) return ir::Layout::kContiguous;
-  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
-}
-
 struct OperandPlan {
   int iterator_index;
   ir::DType dtype;
@@ -91,7 +82,7 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
     } else {
       c10::IntArrayRef strides = iter.strides(index);
       for (int dim = 0; dim < rank; ++dim) args.strides[kernel_operand][dim] = strides[dim] / element;
-      layout = layout_of(args.strides[kernel_operand][0], size0);
+      layout = layout_class(args.strides[kernel_operand][0], size0);
     }
     ++kernel_operand;
     bytes += static_cast<size_t>(iter.numel()) * static_cast<size_t>(element);
@@ -121,7 +112,7 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
     if (dtype == ir::DType::kFloat64) slot.real = value.toDouble();
     else slot.integer = value.toLong();
     extra_scalars.push_back(dtype);
-    signature.append(signature_char(dtype));
+    signature.append(scalar_kind_char(dtype));
   }
   TORCH_CHECK(scalar_slots <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
   for (int dim = 0; dim < rank; ++dim) args.sizes[dim] = iter.ndim() == 0 ? 1 : iter.shape()[dim];

@@ -29,11 +29,6 @@ int dim_of_axis(PoolAxis axis, bool channels_innermost) {
   return 0;
 }
 
-ir::Layout layout_of(int64_t stride, int64_t size) {
-  if (size == 1 || stride == 1) return ir::Layout::kContiguous;
-  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
-}
-
 }  // namespace
 
 PoolPlanes pool_planes(const at::Tensor& tensor) {
@@ -206,7 +201,7 @@ void launch_pool_kernel(const PoolKernelSpec& spec) {
       args.strides[k][dim] =
           current.strides[static_cast<int>(axis_of_dim(dim, spec.channels_innermost))];
     }
-    ir::Layout layout = layout_of(args.strides[k][0], spec.sizes[static_cast<int>(
+    ir::Layout layout = layout_class(args.strides[k][0], spec.sizes[static_cast<int>(
                                                           axis_of_dim(0, spec.channels_innermost))]);
     plans.push_back({dtype, layout});
     keep_alive.push_back(current.tensor);

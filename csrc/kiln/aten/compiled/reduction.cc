@@ -16,41 +16,6 @@ namespace {
 
 constexpr int kMaxDims = 64;
 
-struct Dim {
-  int64_t size;
-  int64_t strides[ir::kMaxOperands];  // per kernel operand, in elements
-};
-
-ir::Layout layout_of(int64_t stride, int64_t size) {
-  if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
-  return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;
-}
-
-// Merges neighbours of `group` (fastest first) where every operand steps
-// through both as through one dim.
-void coalesce(std::vector<Dim>& group, int operands) {
-  std::vector<Dim> merged;
-  for (const Dim& dim : group) {
-    if (!merged.empty()) {
-      Dim& previous = merged.back();
-      bool mergeable = true;
-      for (int index = 0; index < operands; ++index) {
-        if (dim.strides[index] != previous.strides[index] * previous.size) mergeable = false;
-      }
-      if (mergeable) {
-        previous.size *= dim.size;
-        continue;
-      }
-    }
-    merged.push_back(dim);
-  }
-  group = std::move(merged);
-}
-
-char signature_char(ir::DType dtype) {
-  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
-}
-
 // A reduction with fewer outputs than this and at least kSplitElements
 // elements is split in two stages, so all threads take part.
 constexpr int64_t kSplitOutputs = 4;
@@ -190,10 +155,10 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     TORCH_INTERNAL_ASSERT(operand(index).dim() == rank, op_name, ": operand ranks differ");
   }
 
-  std::vector<Dim> kept, reduced_dims;
+  std::vector<KernelDim> kept, reduced_dims;
   for (int64_t dim = rank - 1; dim >= 0; --dim) {
     if (reference.size(dim) == 1) continue;
-    Dim entry{reference.size(dim), {}};
+    KernelDim entry{reference.size(dim), {}};
     for (int index = 0; index < operands; ++index) {
       bool output = index >= input_count;
       entry.strides[index] = (output && is_reduced[dim]) ? 0 : operand(index).stride(dim);
@@ -203,27 +168,27 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   // Fastest first: outputs decide the order of kept dims, input 0 that of
   // reduced dims (unless the index must follow the logical order).
   auto by_stride = [](int operand_index) {
-    return [operand_index](const Dim& a, const Dim& b) {
+    return [operand_index](const KernelDim& a, const KernelDim& b) {
       return std::abs(a.strides[operand_index]) < std::abs(b.strides[operand_index]);
     };
   };
   std::stable_sort(kept.begin(), kept.end(), by_stride(input_count));
   if (!spec.logical_order) std::stable_sort(reduced_dims.begin(), reduced_dims.end(), by_stride(0));
-  coalesce(kept, operands);
-  coalesce(reduced_dims, operands);
-  if (reduced_dims.empty()) reduced_dims.push_back(Dim{1, {}});
+  coalesce_dims(kept, operands);
+  coalesce_dims(reduced_dims, operands);
+  if (reduced_dims.empty()) reduced_dims.push_back(KernelDim{1, {}});
   const int kept_rank = static_cast<int>(kept.size());
   const int kernel_rank = kept_rank + static_cast<int>(reduced_dims.size());
   TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
               ir::kMaxRank, " dims after merging, got ", kernel_rank);
   bool inner = kept.empty() ||
                std::abs(reduced_dims[0].strides[0]) <= std::abs(kept[0].strides[0]);
-  const Dim& vector_dim = inner ? reduced_dims[0] : kept[0];
+  const KernelDim& vector_dim = inner ? reduced_dims[0] : kept[0];
 
   LaunchArgs args;
   int64_t positions = 1, cost = 1;
   for (int dim = 0; dim < kernel_rank; ++dim) {
-    const Dim& entry = dim < kept_rank ? kept[dim] : reduced_dims[dim - kept_rank];
+    const KernelDim& entry = dim < kept_rank ? kept[dim] : reduced_dims[dim - kept_rank];
     args.sizes[dim] = entry.size;
     for (int index = 0; index < operands; ++index) args.strides[index][dim] = entry.strides[index];
     (dim < kept_rank ? positions : cost) *= entry.size;
@@ -237,7 +202,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   for (int index = 0; index < operands; ++index) {
     const at::Tensor& tensor = operand(index);
     ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
-    ir::Layout layout = layout_of(vector_dim.strides[index], vector_dim.size);
+    ir::Layout layout = layout_class(vector_dim.strides[index], vector_dim.size);
     dtypes.push_back(dtype);
     layouts.push_back(layout);
     args.data[index] = static_cast<char*>(tensor.data_ptr());
@@ -255,7 +220,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     else args.scalars[slot].integer = value.toLong();
     ++slot;
     scalar_dtypes.push_back(dtype);
-    signature.append(signature_char(dtype));
+    signature.append(scalar_kind_char(dtype));
   }
 
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {

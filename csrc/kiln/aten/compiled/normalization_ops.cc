@@ -76,6 +76,31 @@ ValueId scalar_as(ReductionContext& context, int index, DType dtype) {
   return context.builder.cast(context.scalars[index], dtype);
 }
 
+// rstd = 1 / sqrt(mean((x - mean)^2) + eps) over `reduced`, into every tensor
+// of `outputs`, as the CPU's layer and group norm compute it in `compute`.
+// `mean_full` is the mean expanded to `input`'s shape.
+void launch_rstd(const char* op_name, std::string_view key, const at::Tensor& input,
+                 const at::Tensor& mean_full, c10::ArrayRef<at::Tensor> outputs,
+                 c10::IntArrayRef reduced, const c10::Scalar& count, const c10::Scalar& eps,
+                 DType compute) {
+  const c10::Scalar scalars[] = {count, eps};
+  launch_sum(op_name, key, {input, mean_full}, outputs, reduced, scalars,
+             [compute](ReductionContext& context) {
+               ir::Builder& builder = context.builder;
+               ValueId deviation = builder.binary(OpCode::kSubtract, builder.cast(context.inputs[0], compute),
+                                                  context.inputs[1]);
+               return builder.binary(OpCode::kMultiply, deviation, deviation);
+             },
+             [compute, count = outputs.size()](ReductionContext& context, ValueId sum) {
+               ir::Builder& builder = context.builder;
+               ValueId var = builder.binary(OpCode::kDivide, sum, scalar_as(context, 0, compute));
+               var = builder.binary(OpCode::kMaximum, var, builder.constant(0, compute));
+               ValueId value = builder.unary(
+                   OpCode::kRsqrt, builder.binary(OpCode::kAdd, var, scalar_as(context, 1, compute)));
+               return std::vector<ValueId>(count, value);
+             });
+}
+
 // 1 / sqrt(var + eps), or 0 when both are 0 (ATen's InvStd).
 ValueId inverse_std(ir::Builder& builder, ValueId var, ValueId eps) {
   ValueId zero = builder.constant(0, builder.dtype_of(var));
@@ -144,22 +169,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward(
 
   std::vector<at::Tensor> rstd_outputs = {rstd_value};
   if (!rstd_value.is_same(rstd)) rstd_outputs.push_back(rstd);
-  const c10::Scalar scalars[] = {count, eps};
-  launch_sum(op_name, "layer_norm_rstd", {input, mean_full}, rstd_outputs, reduced, scalars,
-             [compute](ReductionContext& context) {
-               ir::Builder& builder = context.builder;
-               ValueId deviation = builder.binary(OpCode::kSubtract, builder.cast(context.inputs[0], compute),
-                                                  context.inputs[1]);
-               return builder.binary(OpCode::kMultiply, deviation, deviation);
-             },
-             [compute, outputs = rstd_outputs.size()](ReductionContext& context, ValueId sum) {
-               ir::Builder& builder = context.builder;
-               ValueId var = builder.binary(OpCode::kDivide, sum, scalar_as(context, 0, compute));
-               var = builder.binary(OpCode::kMaximum, var, builder.constant(0, compute));
-               ValueId value = builder.unary(
-                   OpCode::kRsqrt, builder.binary(OpCode::kAdd, var, scalar_as(context, 1, compute)));
-               return std::vector<ValueId>(outputs, value);
-             });
+  launch_rstd(op_name, "layer_norm_rstd", input, mean_full, rstd_outputs, reduced, count, eps, compute);
 
   // (x * rstd - rstd * mean) * weight + bias, as ATen's CPU kernel.
   const bool has_weight = weight.defined(), has_bias = bias.defined();
@@ -769,22 +779,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(
   const at::Tensor mean_full = keep(mean_value).expand(x.sizes());
   std::vector<at::Tensor> rstd_outputs = {keep(rstd_value)};
   if (!rstd_value.is_same(rstd)) rstd_outputs.push_back(keep(rstd));
-  const c10::Scalar scalars[] = {count, eps};
-  launch_sum(op_name, "group_norm_rstd", {x, mean_full}, rstd_outputs, reduced, scalars,
-             [compute](ReductionContext& context) {
-               ir::Builder& builder = context.builder;
-               ValueId deviation = builder.binary(OpCode::kSubtract, builder.cast(context.inputs[0], compute),
-                                                  context.inputs[1]);
-               return builder.binary(OpCode::kMultiply, deviation, deviation);
-             },
-             [compute, outputs = rstd_outputs.size()](ReductionContext& context, ValueId sum) {
-               ir::Builder& builder = context.builder;
-               ValueId var = builder.binary(OpCode::kDivide, sum, scalar_as(context, 0, compute));
-               var = builder.binary(OpCode::kMaximum, var, builder.constant(0, compute));
-               ValueId value = builder.unary(
-                   OpCode::kRsqrt, builder.binary(OpCode::kAdd, var, scalar_as(context, 1, compute)));
-               return std::vector<ValueId>(outputs, value);
-             });
+  launch_rstd(op_name, "group_norm_rstd", x, mean_full, rstd_outputs, reduced, count, eps, compute);
 
   const bool has_weight = weight.defined(), has_bias = bias.defined();
   std::vector<at::Tensor> inputs = {x, mean_full, keep(rstd_value).expand(x.sizes())};

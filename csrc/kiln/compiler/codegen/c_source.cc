@@ -542,23 +542,28 @@ class Emitter {
   }
 
   // Offsets of the kept dims of output position `o`, then the reduced loops.
-  // Reduced dims are kept_rank..rank-1; kept_rank is the vectorised dim.
-  void emit_reduction_inner() {
-    const int kept = kernel_.kept_rank;
-    DType type = kernel_.nodes[kernel_.reduction.input].dtype;
-    DType accumulator_type = ir::reduce_accumulator_dtype(kernel_.reduction.op, type);
-    ReduceOp op = kernel_.reduction.op;
+  // The start of a row reduction: `outer_count` (reduced dims past the
+  // vectorised one) and `length` (the vectorised dim), then the loop over
+  // outputs with each operand's offset at output `output`. Left open.
+  void open_row_reduction(int kept) {
     declare_strides(kept);
     out_ << "  int64_t outer_count = 1;\n";
     for (int dim = kept + 1; dim < kernel_.rank; ++dim) out_ << "  outer_count *= args->sizes[" << dim << "];\n";
     out_ << "  const int64_t length = args->sizes[" << kept << "];\n";
     out_ << "  for (int64_t output = begin; output < end; ++output) {\n";
     zero_offsets("    ");
-    {
-      out_ << "    {\n";
-      decompose("      ", "output", 0, kept, false);
-      out_ << "    }\n";
-    }
+    out_ << "    {\n";
+    decompose("      ", "output", 0, kept, false);
+    out_ << "    }\n";
+  }
+
+  // Reduced dims are kept_rank..rank-1; kept_rank is the vectorised dim.
+  void emit_reduction_inner() {
+    const int kept = kernel_.kept_rank;
+    DType type = kernel_.nodes[kernel_.reduction.input].dtype;
+    DType accumulator_type = ir::reduce_accumulator_dtype(kernel_.reduction.op, type);
+    ReduceOp op = kernel_.reduction.op;
+    open_row_reduction(kept);
     out_ << "    " << compute_type(accumulator_type) << " lanes[" << kLanes << "];\n";
     out_ << "    for (int lane = 0; lane < " << kLanes << "; ++lane) lanes[lane] = "
          << reduce_identity(op, accumulator_type) << ";\n";
@@ -645,15 +650,7 @@ class Emitter {
     const int kept = kernel_.kept_rank;
     DType type = kernel_.nodes[kernel_.reduction.input].dtype;
     ReduceOp op = kernel_.reduction.op;
-    declare_strides(kept);
-    out_ << "  int64_t outer_count = 1;\n";
-    for (int dim = kept + 1; dim < kernel_.rank; ++dim) out_ << "  outer_count *= args->sizes[" << dim << "];\n";
-    out_ << "  const int64_t length = args->sizes[" << kept << "];\n";
-    out_ << "  for (int64_t output = begin; output < end; ++output) {\n";
-    zero_offsets("    ");
-    out_ << "    {\n";
-    decompose("      ", "output", 0, kept, false);
-    out_ << "    }\n";
+    open_row_reduction(kept);
     out_ << "    " << compute_type(type) << " accumulator = " << reduce_identity(op, type) << ";\n";
     out_ << "    int64_t best_index = -1;\n";
     out_ << "    for (int64_t q = 0; q < outer_count; ++q) {\n";

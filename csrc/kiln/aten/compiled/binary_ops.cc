@@ -7,6 +7,7 @@
 #include <ATen/native/BinaryOps.h>
 
 #include "kiln/aten/compiled/pointwise.h"
+#include "kiln/aten/compiled/pointwise_support.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -49,10 +50,18 @@ PointwiseBody comparison_body(std::string_view name) {
 
 // Runs a binary op into `out` (undefined for the functional form) and returns
 // the result tensor.
+// The CPU kernel's name and dtype coverage, for ATen's NotImplementedError
+// ("\"hypot_cpu\" not implemented for 'Long'"). Null name: every dtype.
+struct Coverage {
+  const char* name = nullptr;
+  DTypeSet allowed = kAllTypes;
+};
+
 at::Tensor run(const char* op_name, std::string_view key, Config config, const at::Tensor& out,
                const at::Tensor& self, const at::Tensor& other, const PointwiseBody& body,
-               c10::ArrayRef<c10::Scalar> scalars = {}) {
+               Coverage coverage = {}, c10::ArrayRef<c10::Scalar> scalars = {}) {
   at::TensorIterator iter = make_iterator(config, out, self, other);
+  if (coverage.name != nullptr) check_dispatch_dtype(coverage.name, dispatch_dtype(iter), coverage.allowed);
   launch_pointwise(op_name, key, iter, scalars, body);
   return iter.output();
 }
@@ -109,7 +118,9 @@ at::Tensor run_divide(const char* op_name, const at::Tensor& out, const at::Tens
                       const at::Tensor& other, std::optional<c10::string_view> mode) {
   check_rounding_mode(mode);
   Config config = mode.has_value() ? Config::kBinary : Config::kFloat;
-  return run(op_name, divide_key(mode), config, out, self, other, divide_body(mode));
+  Coverage coverage;
+  if (mode.has_value()) coverage = {*mode == "floor" ? "div_floor_cpu" : "div_trunc_cpu", kNumericTypes};
+  return run(op_name, divide_key(mode), config, out, self, other, divide_body(mode), coverage);
 }
 
 }  // namespace
@@ -128,37 +139,47 @@ at::Tensor run_divide(const char* op_name, const at::Tensor& out, const at::Tens
     return out;                                                                                \
   }
 
-#define KILN_DEFINE_BINARY(name, config, key, body)                                         \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                        \
-    return run("aten::" #name ".Tensor", key, config, at::Tensor(), self, other, body);      \
-  }                                                                                         \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                          \
-    run("aten::" #name "_.Tensor", key, config, self, self, other, body);                   \
-    return self;                                                                            \
-  }                                                                                         \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) { \
-    run("aten::" #name ".out", key, config, out, self, other, body);                        \
-    return out;                                                                             \
+// The optional trailing arguments are the CPU kernel's Coverage.
+#define KILN_DEFINE_BINARY(name, config, key, body, ...)                                       \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                          \
+    return run("aten::" #name ".Tensor", key, config, at::Tensor(), self, other, body,        \
+               Coverage{__VA_ARGS__});                                                         \
+  }                                                                                           \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                            \
+    run("aten::" #name "_.Tensor", key, config, self, self, other, body, Coverage{__VA_ARGS__}); \
+    return self;                                                                              \
+  }                                                                                           \
+  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {   \
+    run("aten::" #name ".out", key, config, out, self, other, body, Coverage{__VA_ARGS__});    \
+    return out;                                                                               \
   }
 
 KILN_DEFINE_BINARY_WITH_ALPHA(add, OpCode::kAdd)
 KILN_DEFINE_BINARY_WITH_ALPHA(sub, OpCode::kSubtract)
 KILN_DEFINE_BINARY(mul, Config::kBinary, "mul", apply(OpCode::kMultiply))
 KILN_DEFINE_BINARY(div, Config::kFloat, "div", apply(OpCode::kDivide))
-KILN_DEFINE_BINARY(remainder, Config::kBinary, "remainder", apply(OpCode::kRemainder))
-KILN_DEFINE_BINARY(fmod, Config::kBinary, "fmod", apply(OpCode::kFmod))
-KILN_DEFINE_BINARY(floor_divide, Config::kBinary, "div_floor", apply(OpCode::kFloorDivide))
-KILN_DEFINE_BINARY(pow, Config::kBinary, "pow", apply(OpCode::kPower))
+KILN_DEFINE_BINARY(remainder, Config::kBinary, "remainder", apply(OpCode::kRemainder),
+                   "remainder_cpu", kNumericTypes)
+KILN_DEFINE_BINARY(fmod, Config::kBinary, "fmod", apply(OpCode::kFmod), "fmod_cpu", kNumericTypes)
+KILN_DEFINE_BINARY(floor_divide, Config::kBinary, "div_floor", apply(OpCode::kFloorDivide),
+                   "div_floor_cpu", kNumericTypes)
+KILN_DEFINE_BINARY(pow, Config::kBinary, "pow", apply(OpCode::kPower), "pow", kNumericTypes)
 KILN_DEFINE_BINARY(atan2, Config::kFloat, "atan2", apply(OpCode::kAtan2))
 KILN_DEFINE_BINARY(copysign, Config::kFloat, "copysign", apply(OpCode::kCopysign))
-KILN_DEFINE_BINARY(hypot, Config::kBinary, "hypot", apply(OpCode::kHypot))
+KILN_DEFINE_BINARY(hypot, Config::kBinary, "hypot", apply(OpCode::kHypot),
+                   "hypot_cpu", kFloatingTypes)
 KILN_DEFINE_BINARY(maximum, Config::kBinary, "maximum", apply(OpCode::kMaximum))
 KILN_DEFINE_BINARY(minimum, Config::kBinary, "minimum", apply(OpCode::kMinimum))
-KILN_DEFINE_BINARY(bitwise_and, Config::kBinary, "bitwise_and", apply(OpCode::kBitwiseAnd))
-KILN_DEFINE_BINARY(bitwise_or, Config::kBinary, "bitwise_or", apply(OpCode::kBitwiseOr))
-KILN_DEFINE_BINARY(bitwise_xor, Config::kBinary, "bitwise_xor", apply(OpCode::kBitwiseXor))
-KILN_DEFINE_BINARY(bitwise_left_shift, Config::kBinary, "shift_left", apply(OpCode::kShiftLeft))
-KILN_DEFINE_BINARY(bitwise_right_shift, Config::kBinary, "shift_right", apply(OpCode::kShiftRight))
+KILN_DEFINE_BINARY(bitwise_and, Config::kBinary, "bitwise_and", apply(OpCode::kBitwiseAnd),
+                   "bitwise_and_cpu", kIntegralTypes | kBoolType)
+KILN_DEFINE_BINARY(bitwise_or, Config::kBinary, "bitwise_or", apply(OpCode::kBitwiseOr),
+                   "bitwise_or_cpu", kIntegralTypes | kBoolType)
+KILN_DEFINE_BINARY(bitwise_xor, Config::kBinary, "bitwise_xor", apply(OpCode::kBitwiseXor),
+                   "bitwise_xor_cpu", kIntegralTypes | kBoolType)
+KILN_DEFINE_BINARY(bitwise_left_shift, Config::kBinary, "shift_left", apply(OpCode::kShiftLeft),
+                   "lshift_cpu", kIntegralTypes)
+KILN_DEFINE_BINARY(bitwise_right_shift, Config::kBinary, "shift_right", apply(OpCode::kShiftRight),
+                   "rshift_cpu", kIntegralTypes)
 KILN_DEFINE_BINARY(eq, Config::kComparison, "eq", comparison_body("eq"))
 KILN_DEFINE_BINARY(ne, Config::kComparison, "ne", comparison_body("ne"))
 KILN_DEFINE_BINARY(lt, Config::kComparison, "lt", comparison_body("lt"))

@@ -1,5 +1,6 @@
-// Compiled layer, batch and group normalization, forward and backward.
-// Registered in aten/registration_nn.cc.
+// Compiled layer, batch and group normalization, forward and backward
+// (normalization_ops.cc: layer and group norm; batch_norm_ops.cc; shared
+// helpers in normalization_support.h). Registered in aten/registration_nn.cc.
 //
 // Statistics are two-pass (the mean, then the sum of squared deviations from
 // it), each a compiled reduction, in float32 (float64 for float64 inputs);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,6 +28,42 @@ TEST(ThreadPoolTest, CoversEveryPositionOnce) {
     Coverage coverage(total);
     pool.parallel_for(total, 10, &mark, &coverage);
     for (int64_t index = 0; index < total; ++index) ASSERT_EQ(coverage.hits[index].load(), 1) << total;
+  }
+}
+
+TEST(ThreadPoolTest, PiecesRespectTheGrainAndWorkersWakeAfterStopPolling) {
+  ThreadPool pool(1);
+  struct Pieces {
+    std::mutex mutex;
+    std::vector<int64_t> lengths;
+    std::vector<std::thread::id> threads;
+  } pieces;
+  auto record = [](void* context, int64_t begin, int64_t end) {
+    // Slow pieces: the caller cannot finish them all before the worker joins.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto* state = static_cast<Pieces*>(context);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->lengths.push_back(end - begin);
+    state->threads.push_back(std::this_thread::get_id());
+  };
+  for (int round = 0; round < 3; ++round) {
+    pieces.lengths.clear();
+    pieces.threads.clear();
+    pool.parallel_for(1000, 100, record, &pieces);
+    int64_t covered = 0;
+    for (int64_t length : pieces.lengths) covered += length;
+    EXPECT_EQ(covered, 1000);
+    // Several pieces per thread, none shorter than the grain but the last.
+    EXPECT_GE(pieces.lengths.size(), 4u);
+    int shorter = 0;
+    for (int64_t length : pieces.lengths) shorter += length < 100;
+    EXPECT_LE(shorter, 1);
+    // Both threads took pieces, also after the worker was sent to sleep.
+    std::sort(pieces.threads.begin(), pieces.threads.end());
+    EXPECT_EQ(std::unique(pieces.threads.begin(), pieces.threads.end()) - pieces.threads.begin(), 2)
+        << "round " << round;
+    pool.stop_polling();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

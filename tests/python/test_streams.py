@@ -1,4 +1,6 @@
 """Streams and events of the kiln device, through torch.kiln and torch.accelerator."""
+import os
+
 import pytest
 import torch
 
@@ -94,6 +96,8 @@ def test_launch_blocking_runs_work_before_returning():
     assert result.stdout.strip() == str(float(4 << 20))
 
 
+@pytest.mark.skipif(os.environ.get("KILN_LAUNCH_BLOCKING") == "1",
+                    reason="blocking launches report at the op itself")
 def test_a_queued_failure_surfaces_at_the_next_sync_and_the_stream_recovers():
     import torch_kiln
 

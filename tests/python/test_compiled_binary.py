@@ -176,3 +176,27 @@ def test_every_binary_op_over_layouts_in_place_and_out(name, dtype):
 
     compiled_only(lambda: check(in_place, left, right, message="in place"))
     compiled_only(lambda: check(out_form, left, right, message="out="))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bool])
+def test_python_operators_with_a_number_on_either_side(dtype):
+    # Reverse operators reach ATen with the number first (remainder.Scalar_Tensor);
+    # << and >> are ATen's __lshift__/__rshift__ (and __ilshift__/__irshift__).
+    for layout, x in variants((4, 5), dtype):
+        if dtype != torch.bool:
+            x = x.abs() + 1  # nonzero divisors, non-negative shifts
+        cases = {"2 % x": lambda a: 2 % a, "2 // x": lambda a: 2 // a, "2 - x": lambda a: 2 - a,
+                 "x << 2": lambda a: a << 2, "x >> 1": lambda a: a >> 1,
+                 "3 << x": lambda a: 3 << a, "x << x": lambda a: a << a, "x >> x": lambda a: a >> a}
+        if dtype == torch.bool:  # False divisors: the CPU raises ZeroDivisionError
+            del cases["2 % x"], cases["2 // x"]
+        for name, fn in cases.items():
+            compiled_only(lambda: check(fn, x, message=f"{name} {layout}"))
+
+        def shift_in_place(a):
+            a = a.clone()
+            a <<= 1
+            a >>= a.clone().fill_(1) if a.numel() else a
+            return a
+
+        compiled_only(lambda: check(shift_in_place, x, message=f"<<= >>= {layout}"))

@@ -48,6 +48,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   KILN_IMPL_BINARY(m, le_scalar, "le.Scalar", "le_.Scalar", "le.Scalar_out")
   KILN_IMPL_BINARY(m, gt_scalar, "gt.Scalar", "gt_.Scalar", "gt.Scalar_out")
   KILN_IMPL_BINARY(m, ge_scalar, "ge.Scalar", "ge_.Scalar", "ge.Scalar_out")
+  m.impl("remainder.Scalar_Tensor", TORCH_FN(compiled::remainder_scalar_tensor));
+  m.impl("__lshift__.Tensor", TORCH_FN(compiled::lshift_tensor));
+  m.impl("__lshift__.Scalar", TORCH_FN(compiled::lshift_scalar));
+  m.impl("__ilshift__.Tensor", TORCH_FN(compiled::ilshift_tensor));
+  m.impl("__ilshift__.Scalar", TORCH_FN(compiled::ilshift_scalar));
+  m.impl("__rshift__.Tensor", TORCH_FN(compiled::rshift_tensor));
+  m.impl("__rshift__.Scalar", TORCH_FN(compiled::rshift_scalar));
+  m.impl("__irshift__.Tensor", TORCH_FN(compiled::irshift_tensor));
+  m.impl("__irshift__.Scalar", TORCH_FN(compiled::irshift_scalar));
   KILN_IMPL_BINARY(m, logical_and, "logical_and", "logical_and_", "logical_and.out")
   KILN_IMPL_BINARY(m, logical_or, "logical_or", "logical_or_", "logical_or.out")
   KILN_IMPL_BINARY(m, logical_xor, "logical_xor", "logical_xor_", "logical_xor.out")

@@ -219,6 +219,42 @@ KILN_DEFINE_COMPARISON_SCALAR(ge)
 
 #undef KILN_DEFINE_COMPARISON_SCALAR
 
+// `2 % x`: remainder with a Scalar dividend, the number a launch scalar.
+at::Tensor remainder_scalar_tensor(const c10::Scalar& self, const at::Tensor& other) {
+  return run("aten::remainder.Scalar_Tensor", "remainder", Config::kBinary, at::Tensor(),
+             at::native::wrapped_scalar_tensor(self), other, apply(OpCode::kRemainder),
+             Coverage{"remainder_cpu", kNumericTypes});
+}
+
+// The Python operators << and >> (and <<=, >>=): ATen's lshift/rshift, the
+// same kernels as bitwise_left_shift/bitwise_right_shift.
+#define KILN_DEFINE_SHIFT_OPERATOR(name, inplace_name, aten_name, aten_inplace_name, key, opcode, \
+                                   cpu_name)                                                   \
+  at::Tensor name##_tensor(const at::Tensor& self, const at::Tensor& other) {                   \
+    return run("aten::" aten_name ".Tensor", key, Config::kBinary, at::Tensor(), self, other,        \
+               apply(opcode), Coverage{cpu_name, kIntegralTypes});                              \
+  }                                                                                             \
+  at::Tensor name##_scalar(const at::Tensor& self, const c10::Scalar& other) {                  \
+    return run("aten::" aten_name ".Scalar", key, Config::kBinary, at::Tensor(), self,               \
+               at::native::wrapped_scalar_tensor(other), apply(opcode),                          \
+               Coverage{cpu_name, kIntegralTypes});                                             \
+  }                                                                                             \
+  at::Tensor& inplace_name##_tensor(at::Tensor& self, const at::Tensor& other) {                \
+    run("aten::" aten_inplace_name ".Tensor", key, Config::kBinary, self, self, other, apply(opcode), \
+        Coverage{cpu_name, kIntegralTypes});                                                    \
+    return self;                                                                                \
+  }                                                                                             \
+  at::Tensor& inplace_name##_scalar(at::Tensor& self, const c10::Scalar& other) {               \
+    run("aten::" aten_inplace_name ".Scalar", key, Config::kBinary, self, self,                     \
+        at::native::wrapped_scalar_tensor(other), apply(opcode), Coverage{cpu_name, kIntegralTypes}); \
+    return self;                                                                                \
+  }
+
+KILN_DEFINE_SHIFT_OPERATOR(lshift, ilshift, "__lshift__", "__ilshift__", "shift_left", OpCode::kShiftLeft, "lshift_cpu")
+KILN_DEFINE_SHIFT_OPERATOR(rshift, irshift, "__rshift__", "__irshift__", "shift_right", OpCode::kShiftRight, "rshift_cpu")
+
+#undef KILN_DEFINE_SHIFT_OPERATOR
+
 at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other,
                     std::optional<c10::string_view> rounding_mode) {
   return run_divide("aten::div.Tensor_mode", at::Tensor(), self, other, rounding_mode);

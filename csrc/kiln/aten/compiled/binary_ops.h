@@ -58,6 +58,19 @@ KILN_DECLARE_COMPARISON_SCALAR(ge)
 
 #undef KILN_DECLARE_COMPARISON_SCALAR
 
+at::Tensor remainder_scalar_tensor(const c10::Scalar& self, const at::Tensor& other);
+
+#define KILN_DECLARE_SHIFT_OPERATOR(name, inplace_name)                                  \
+  at::Tensor name##_tensor(const at::Tensor& self, const at::Tensor& other);              \
+  at::Tensor name##_scalar(const at::Tensor& self, const c10::Scalar& other);             \
+  at::Tensor& inplace_name##_tensor(at::Tensor& self, const at::Tensor& other);           \
+  at::Tensor& inplace_name##_scalar(at::Tensor& self, const c10::Scalar& other);
+
+KILN_DECLARE_SHIFT_OPERATOR(lshift, ilshift)
+KILN_DECLARE_SHIFT_OPERATOR(rshift, irshift)
+
+#undef KILN_DECLARE_SHIFT_OPERATOR
+
 at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other,
                     std::optional<c10::string_view> rounding_mode);
 at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other,

@@ -6,6 +6,7 @@
 #include "kiln/aten/compiled/loss_ops.h"
 #include "kiln/aten/compiled/normalization_ops.h"
 #include "kiln/aten/compiled/random_ops.h"
+#include "kiln/aten/compiled/regression_loss_ops.h"
 #include "kiln/aten/compiled/softmax_ops.h"
 
 namespace kiln::torch_integration {
@@ -20,6 +21,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax_backward_data", TORCH_FN(compiled::log_softmax_backward_data));
   m.impl("_log_softmax_backward_data.out", TORCH_FN(compiled::log_softmax_backward_data_out));
 
+  m.impl("mse_loss", TORCH_FN(compiled::mse_loss));
+  m.impl("mse_loss.out", TORCH_FN(compiled::mse_loss_out));
+  m.impl("mse_loss_backward", TORCH_FN(compiled::mse_loss_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(compiled::mse_loss_backward_out));
   m.impl("nll_loss_forward", TORCH_FN(compiled::nll_loss_forward));
   m.impl("nll_loss_forward.output", TORCH_FN(compiled::nll_loss_forward_out));
   m.impl("nll_loss_backward", TORCH_FN(compiled::nll_loss_backward));

@@ -148,3 +148,50 @@ def test_autograd(name, function):
     (function(x) * weights).sum().backward()
     compiled_only(lambda: (function(kiln_x) * weights.to("kiln")).sum().backward())
     torch.testing.assert_close(kiln_x.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_logsigmoid_forward_backward_and_buffer(dtype):
+    # Large magnitudes too: log1p(exp(-|x|)) must not overflow either way.
+    for layout, x in variants((5, 7), dtype, low=-30.0, high=30.0):
+        compiled_only(lambda: check(F.logsigmoid, x, message=layout))
+        compiled_only(lambda: check(torch.ops.aten.log_sigmoid_forward, x,
+                                    message=f"{layout}: result and buffer"))
+        if dtype.is_floating_point:
+            def gradient(a):
+                a = a.clone().requires_grad_()
+                F.logsigmoid(a).sum().backward()
+                return a.grad
+            compiled_only(lambda: check(gradient, x, message=f"{layout} backward"))
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0])
+    if dtype.is_floating_point:
+        compiled_only(lambda: check(F.logsigmoid, special.to(dtype), message="special values"))
+
+
+def test_logsigmoid_out_forms():
+    x = make((4, 6), torch.float32)
+    compiled_only(lambda: check(
+        lambda a: torch.ops.aten.log_sigmoid_forward.output(
+            a, output=torch.empty(6, 4, device=a.device).t(), buffer=torch.empty(0, device=a.device)),
+        x, message="non-contiguous output, empty buffer"))
+    compiled_only(lambda: check(
+        lambda a: torch.ops.aten.log_sigmoid_backward.grad_input(
+            torch.ones_like(a), a, torch.exp(-a.abs()), grad_input=torch.empty(0, device=a.device)),
+        x, message="backward out="))
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_binary_cross_entropy_with_logits_trains_on_device(dtype, reduction):
+    logits = make((8, 5), dtype)
+    targets = (make((8, 5), torch.float32) > 0).to(dtype)
+    pos_weight = make((5,), dtype, low=0.5, high=2.0)
+
+    def loss_and_gradient(a, t, w):
+        a = a.clone().requires_grad_()
+        loss = F.binary_cross_entropy_with_logits(a, t, pos_weight=w, reduction=reduction)
+        loss.sum().backward()
+        return loss.detach(), a.grad
+
+    tolerance = {torch.float16: (5e-3, 5e-3), torch.bfloat16: (3e-2, 3e-2)}.get(dtype)
+    compiled_only(lambda: check(loss_and_gradient, logits, targets, pos_weight, tolerance=tolerance))

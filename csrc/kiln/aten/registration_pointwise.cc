@@ -13,6 +13,7 @@
 #include "kiln/aten/compiled/activation_ops.h"
 #include "kiln/aten/compiled/clamp_ops.h"
 #include "kiln/aten/compiled/factory_ops.h"
+#include "kiln/aten/compiled/log_sigmoid_ops.h"
 #include "kiln/aten/compiled/power_ops.h"
 #include "kiln/aten/compiled/ternary_ops.h"
 #include "kiln/aten/compiled/unary_ops.h"
@@ -135,6 +136,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   KILN_IMPL_UNARY(m, leaky_relu)
   KILN_IMPL_UNARY(m, hardtanh)
   KILN_IMPL_UNARY(m, elu)
+  m.impl("log_sigmoid_forward", TORCH_FN(compiled::log_sigmoid_forward));
+  m.impl("log_sigmoid_forward.output", TORCH_FN(compiled::log_sigmoid_forward_out));
+  m.impl("log_sigmoid_backward", TORCH_FN(compiled::log_sigmoid_backward));
+  m.impl("log_sigmoid_backward.grad_input", TORCH_FN(compiled::log_sigmoid_backward_out));
   m.impl("softplus", TORCH_FN(compiled::softplus));
   m.impl("softplus.out", TORCH_FN(compiled::softplus_out));
   KILN_IMPL_BACKWARD(m, silu_backward, "silu_backward.grad_input")

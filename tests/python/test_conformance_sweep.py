@@ -1,0 +1,51 @@
+"""The OpInfo conformance runner (tests/conformance/opinfo_sweep.py) on a small
+fixed subset: it must classify ops correctly, so the full sweep (run by hand,
+behind its own command) can be trusted."""
+import os
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
+import opinfo_sweep  # noqa: E402
+
+
+def test_core_ops_pass_natively_over_their_dtypes():
+    ops = opinfo_sweep.selected_ops(["add", "mul", "sum", "softmax", "where"])
+    assert {opinfo_sweep.op_label(op) for op in ops} >= {"add", "mul", "sum", "softmax", "where"}
+    results = opinfo_sweep.sweep(ops, [torch.float32, torch.int64, torch.bool], max_samples=4)
+    for name, record in results.items():
+        for dtype, entry in record.items():
+            assert entry["status"] == "pass", (name, dtype, entry)
+
+
+def test_a_fallback_and_a_random_op_are_reported_as_such():
+    results = opinfo_sweep.sweep(opinfo_sweep.selected_ops(["sort", "bernoulli"]),
+                                 [torch.float32], max_samples=2)
+    assert results["sort"]["float32"]["status"] == "fallback"
+    assert "aten::sort.values_stable" in results["sort"]["float32"]["fallback_ops"]
+    assert results["bernoulli"]["float32"]["status"] == "skip"
+
+
+def test_a_wrong_answer_is_a_failure(monkeypatch):
+    op = opinfo_sweep.selected_ops(["neg"])[0]
+    real_to_kiln = opinfo_sweep.to_kiln
+
+    def corrupt(sample):  # the kiln run sees different data: its answer must differ
+        moved = real_to_kiln(sample)
+        moved.input.add_(1)
+        return moved
+
+    monkeypatch.setattr(opinfo_sweep, "to_kiln", corrupt)
+    entry = opinfo_sweep.sweep_dtype(op, torch.float32, max_samples=2)
+    assert entry["status"] == "fail" and "sample 0" in entry["detail"]
+
+
+def test_markdown_states_the_summary_and_every_op():
+    results = {"add": {"float32": {"status": "pass", "samples": 3}},
+               "sort": {"float32": {"status": "fallback", "fallback_ops": ["aten::sort"]}},
+               "neg": {"float32": {"status": "fail", "detail": "sample 0: mismatch"}}}
+    text = opinfo_sweep.markdown(results, "python tests/conformance/opinfo_sweep.py")
+    assert "float32: 1 of 3 op-dtype pairs pass natively (33.3 %)" in text
+    assert "| `sort` | fallback |" in text and "**FAIL**" in text and "sample 0: mismatch" in text

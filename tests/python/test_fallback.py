@@ -128,3 +128,20 @@ def test_explicit_kiln_generator():
     first = torch.randn(16, device="kiln", generator=generator).cpu()
     generator.manual_seed(3)
     assert torch.equal(torch.randn(16, device="kiln", generator=generator).cpu(), first)
+
+
+def test_conjugated_views_copy_and_fall_back_without_recursing():
+    # A conj() view copied to or from kiln: ATen's generic handling of the
+    # Conjugate key recursed through _copy_from until the stack overflowed
+    # (torch.fft.hfft crashed the process); kiln resolves the view on the host.
+    c = torch.randn(3, 4, dtype=torch.complex64)
+    k = c.to("kiln")
+    assert torch.equal(k.conj().cpu().resolve_conj(), c.conj().resolve_conj())
+    assert torch.equal(c.conj().to("kiln").cpu(), c.conj().resolve_conj())
+    assert torch.equal(k._neg_view().cpu().resolve_neg(), -c)
+    x = torch.randn(5, 6, 7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the FFT runs through the fallback
+        result = torch.fft.hfft(x.to("kiln"), n=10, dim=1, norm="ortho")
+    assert result.device.type == "kiln"
+    torch.testing.assert_close(result.cpu(), torch.fft.hfft(x, n=10, dim=1, norm="ortho"))

@@ -37,6 +37,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(native::fused_gru_cell_backward));
 }
 
+// Copies from lazily conjugated or negated views: resolved on the host
+// (native/copy.cc), instead of ATen's fallback for these keys, which recurses
+// through _copy_from. Only backends that implement _copy_from reach these.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", TORCH_FN(native::copy_from_resolving_views));
+  m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize_resolving_views));
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", TORCH_FN(native::copy_from_resolving_views));
+  m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize_resolving_views));
+}
+
 // The library path: PyTorch's CPU math libraries on device memory.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm.out", TORCH_FN(library::mm_out));

@@ -12,6 +12,7 @@
 // CPU copy kernel runs over aliases of the device memory, in stream order.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/copy.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 
 #include "kiln/aten/compiled/copy_ops.h"
@@ -135,6 +136,46 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& destin
   record_static_op("aten::_copy_from_and_resize", OpPath::kNative);
   if (destination.sizes() != self.sizes()) destination.resize_(self.sizes());
   return copy_from(self, destination, /*non_blocking=*/false);
+}
+
+// Copies whose source is a lazily conjugated or negated view (conj() of a
+// complex tensor, the views of the Conjugate and Negative keys). ATen's
+// generic fallback for those keys materializes the source with clone(), which
+// copies from the same view through _copy_from again, without end. These
+// kernels, registered for the two keys, resolve the view on the CPU instead:
+// kiln computes no complex math, and the CPU has conj_physical and neg.
+namespace {
+
+at::Tensor resolved_on_host(const at::Tensor& source) {
+  at::Tensor raw = source;
+  if (raw.is_conj()) raw = raw.conj();        // the same memory, without the conj bit
+  if (raw.is_neg()) raw = raw._neg_view();    // the same memory, without the neg bit
+  at::Tensor host = at::empty(raw.sizes(), raw.options().device(c10::kCPU));
+  host.copy_(raw);
+  if (source.is_neg()) host.neg_();
+  if (source.is_conj()) host.conj_physical_();
+  return host;
+}
+
+}  // namespace
+
+at::Tensor copy_from_resolving_views(const at::Tensor& self, const at::Tensor& destination,
+                                     bool non_blocking) {
+  TORCH_CHECK(!destination.is_conj() && !destination.is_neg(),
+              "kiln: copying into a conjugated or negated view is not supported; "
+              "copy into a tensor and call conj() on it");
+  at::Tensor host = self.device().is_cpu() ? self.resolve_conj().resolve_neg() : resolved_on_host(self);
+  if (destination.device().is_cpu()) {
+    destination.copy_(host);
+    return destination;
+  }
+  return copy_from(host, destination, non_blocking);
+}
+
+at::Tensor copy_from_and_resize_resolving_views(const at::Tensor& self,
+                                                const at::Tensor& destination) {
+  if (destination.sizes() != self.sizes()) destination.resize_(self.sizes());
+  return copy_from_resolving_views(self, destination, /*non_blocking=*/false);
 }
 
 }  // namespace kiln::torch_integration::native

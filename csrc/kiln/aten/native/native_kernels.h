@@ -50,6 +50,12 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 // copy.cc
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool non_blocking);
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& destination);
+// The same, for a source that is a conjugated or negated view (registered for
+// the Conjugate and Negative keys).
+at::Tensor copy_from_resolving_views(const at::Tensor& self, const at::Tensor& destination,
+                                     bool non_blocking);
+at::Tensor copy_from_and_resize_resolving_views(const at::Tensor& self,
+                                                const at::Tensor& destination);
 
 // fill.cc
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value);

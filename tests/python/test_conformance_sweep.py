@@ -30,14 +30,14 @@ def test_a_fallback_and_a_random_op_are_reported_as_such():
 
 def test_a_wrong_answer_is_a_failure(monkeypatch):
     op = opinfo_sweep.selected_ops(["neg"])[0]
-    real_to_kiln = opinfo_sweep.to_kiln
+    real_on_cpu = opinfo_sweep.on_cpu
 
-    def corrupt(sample):  # the kiln run sees different data: its answer must differ
-        moved = real_to_kiln(sample)
-        moved.input.add_(1)
-        return moved
+    def corrupt(sample):  # the CPU reference sees different data: the answers must differ
+        reference = real_on_cpu(sample)
+        reference.input.add_(1)
+        return reference
 
-    monkeypatch.setattr(opinfo_sweep, "to_kiln", corrupt)
+    monkeypatch.setattr(opinfo_sweep, "on_cpu", corrupt)
     entry = opinfo_sweep.sweep_dtype(op, torch.float32, max_samples=2)
     assert entry["status"] == "fail" and "sample 0" in entry["detail"]
 

@@ -37,17 +37,6 @@ PointwiseBody apply(OpCode op) {
   };
 }
 
-// The body of comparison `name` (eq, ne, lt, le, gt, ge).
-PointwiseBody comparison_body(std::string_view name) {
-  if (name == "eq") return apply(OpCode::kEqual);
-  if (name == "ne") return apply(OpCode::kNotEqual);
-  if (name == "lt") return apply(OpCode::kLess);
-  if (name == "le") return apply(OpCode::kLessEqual);
-  if (name == "gt") return apply(OpCode::kGreater);
-  TORCH_INTERNAL_ASSERT(name == "ge", "unknown comparison ", name);
-  return apply(OpCode::kGreaterEqual);
-}
-
 // Runs a binary op into `out` (undefined for the functional form) and returns
 // the result tensor.
 // The CPU kernel's name and dtype coverage, for ATen's NotImplementedError
@@ -180,12 +169,12 @@ KILN_DEFINE_BINARY(bitwise_left_shift, Config::kBinary, "shift_left", apply(OpCo
                    "lshift_cpu", kIntegralTypes)
 KILN_DEFINE_BINARY(bitwise_right_shift, Config::kBinary, "shift_right", apply(OpCode::kShiftRight),
                    "rshift_cpu", kIntegralTypes)
-KILN_DEFINE_BINARY(eq, Config::kComparison, "eq", comparison_body("eq"))
-KILN_DEFINE_BINARY(ne, Config::kComparison, "ne", comparison_body("ne"))
-KILN_DEFINE_BINARY(lt, Config::kComparison, "lt", comparison_body("lt"))
-KILN_DEFINE_BINARY(le, Config::kComparison, "le", comparison_body("le"))
-KILN_DEFINE_BINARY(gt, Config::kComparison, "gt", comparison_body("gt"))
-KILN_DEFINE_BINARY(ge, Config::kComparison, "ge", comparison_body("ge"))
+KILN_DEFINE_BINARY(eq, Config::kComparison, "eq", apply(OpCode::kEqual))
+KILN_DEFINE_BINARY(ne, Config::kComparison, "ne", apply(OpCode::kNotEqual))
+KILN_DEFINE_BINARY(lt, Config::kComparison, "lt", apply(OpCode::kLess))
+KILN_DEFINE_BINARY(le, Config::kComparison, "le", apply(OpCode::kLessEqual))
+KILN_DEFINE_BINARY(gt, Config::kComparison, "gt", apply(OpCode::kGreater))
+KILN_DEFINE_BINARY(ge, Config::kComparison, "ge", apply(OpCode::kGreaterEqual))
 KILN_DEFINE_BINARY(logical_and, Config::kComparison, "logical_and", apply(OpCode::kLogicalAnd))
 KILN_DEFINE_BINARY(logical_or, Config::kComparison, "logical_or", apply(OpCode::kLogicalOr))
 KILN_DEFINE_BINARY(logical_xor, Config::kComparison, "logical_xor", apply(OpCode::kLogicalXor))
@@ -193,29 +182,29 @@ KILN_DEFINE_BINARY(logical_xor, Config::kComparison, "logical_xor", apply(OpCode
 // Comparisons with a Scalar: the number becomes a wrapped 0-dim CPU tensor,
 // as ATen's eq.Scalar meta function wraps it, so it is a launch scalar and
 // `x > 0` shares the `x > y` kernel's body.
-#define KILN_DEFINE_COMPARISON_SCALAR(name)                                                   \
+#define KILN_DEFINE_COMPARISON_SCALAR(name, op)                                                 \
   at::Tensor name##_scalar(const at::Tensor& self, const c10::Scalar& other) {                \
     return run("aten::" #name ".Scalar", #name, Config::kComparison, at::Tensor(), self,       \
-               at::native::wrapped_scalar_tensor(other), comparison_body(#name));             \
+               at::native::wrapped_scalar_tensor(other), apply(op));             \
   }                                                                                           \
   at::Tensor& name##_scalar_(at::Tensor& self, const c10::Scalar& other) {                    \
     run("aten::" #name "_.Scalar", #name, Config::kComparison, self, self,                    \
-        at::native::wrapped_scalar_tensor(other), comparison_body(#name));                    \
+        at::native::wrapped_scalar_tensor(other), apply(op));                    \
     return self;                                                                              \
   }                                                                                           \
   at::Tensor& name##_scalar_out(const at::Tensor& self, const c10::Scalar& other,             \
                                 at::Tensor& out) {                                            \
     run("aten::" #name ".Scalar_out", #name, Config::kComparison, out, self,                  \
-        at::native::wrapped_scalar_tensor(other), comparison_body(#name));                    \
+        at::native::wrapped_scalar_tensor(other), apply(op));                    \
     return out;                                                                               \
   }
 
-KILN_DEFINE_COMPARISON_SCALAR(eq)
-KILN_DEFINE_COMPARISON_SCALAR(ne)
-KILN_DEFINE_COMPARISON_SCALAR(lt)
-KILN_DEFINE_COMPARISON_SCALAR(le)
-KILN_DEFINE_COMPARISON_SCALAR(gt)
-KILN_DEFINE_COMPARISON_SCALAR(ge)
+KILN_DEFINE_COMPARISON_SCALAR(eq, OpCode::kEqual)
+KILN_DEFINE_COMPARISON_SCALAR(ne, OpCode::kNotEqual)
+KILN_DEFINE_COMPARISON_SCALAR(lt, OpCode::kLess)
+KILN_DEFINE_COMPARISON_SCALAR(le, OpCode::kLessEqual)
+KILN_DEFINE_COMPARISON_SCALAR(gt, OpCode::kGreater)
+KILN_DEFINE_COMPARISON_SCALAR(ge, OpCode::kGreaterEqual)
 
 #undef KILN_DEFINE_COMPARISON_SCALAR
 

@@ -60,7 +60,6 @@ void run_backward(const char* op_name, const at::Tensor& grad_output, const at::
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
-  check_dispatch_dtype("log_sigmoid_cpu", self.scalar_type(), kFloatingTypes);
   at::Tensor output = at::empty_like(self, at::MemoryFormat::Contiguous);
   at::Tensor buffer = at::empty_like(self, at::MemoryFormat::Contiguous);
   run_forward("aten::log_sigmoid_forward", self.contiguous(), output, buffer);

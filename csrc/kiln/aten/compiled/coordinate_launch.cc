@@ -72,7 +72,7 @@ void launch_with_coordinates(const char* op_name, std::string_view op_key,
   for (int k = 0; k < operands; ++k) {
     const at::Tensor& tensor = operand(k);
     ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
-    args.data[k] = static_cast<char*>(tensor.data_ptr());
+    args.data[k] = kernel_data(tensor, op_name);
     for (int d = 0; d < kernel_rank; ++d) args.strides[k][d] = dims[d].strides[k];
     ir::Layout layout = layout_class(dims[0].strides[k], dims[0].size);
     plans.push_back({dtype, layout});

@@ -135,7 +135,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
     ir::Layout layout = layout_class(merged[0].strides[index], merged[0].size);
     dtypes.push_back(dtype);
     layouts.push_back(layout);
-    args.data[index] = static_cast<char*>(tensor.data_ptr());
+    args.data[index] = kernel_data(tensor, op_name);
     keep_alive.push_back(tensor);
     bytes += static_cast<size_t>(reference.numel()) * tensor.element_size();
     signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));

@@ -91,7 +91,7 @@ void launch_indexed_kernel(const char* op_name, const IndexedKernelSpec& spec,
     dtypes.push_back(dtype);
     layouts.push_back(layout);
     int64_t element = entry.tensor.element_size();
-    args.data[index] = static_cast<char*>(entry.tensor.data_ptr()) + entry.offset * element;
+    args.data[index] = kernel_data(entry.tensor, op_name) + entry.offset * element;
     keep_alive.push_back(entry.tensor);
     bytes += static_cast<size_t>(positions * element);
     signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));

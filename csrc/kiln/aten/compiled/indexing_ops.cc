@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kiln/aten/compiled/advanced_index.h"
+#include "kiln/aten/compiled/elementwise.h"
 #include "kiln/aten/compiled/index_checks.h"
 #include "kiln/aten/compiled/indexed_kernel.h"
 #include "kiln/aten/op_tracking.h"
@@ -110,6 +111,7 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
               "index_select(): Expected dtype int32 or int64 for index");
   TORCH_CHECK(self.scalar_type() == out.scalar_type(),
               "index_select(): self and result must have the same scalar type");
+  check_same_device({self, out});
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, self);
   at::assert_no_overlap(out, index);
@@ -143,6 +145,7 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   (void)sparse_grad;
   dim = at::maybe_wrap_dim(dim, self.dim());
   check_out_dtype(out, self);
+  check_same_device({self, out});
   at::native::resize_output(out, index.sizes());
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, self);

@@ -63,6 +63,12 @@ void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
 
 }  // namespace
 
+char* kernel_data(const at::Tensor& tensor, const char* op_name) {
+  TORCH_CHECK(tensor.device().is_privateuseone(), "Expected all tensors to be on the same device, "
+              "but found at least two devices, kiln and ", tensor.device(), "! (in ", op_name, ")");
+  return static_cast<char*>(tensor.data_ptr());
+}
+
 ir::Layout layout_class(int64_t stride, int64_t size) {
   if (size <= 1 || stride == 1) return ir::Layout::kContiguous;
   return stride == 0 ? ir::Layout::kBroadcast : ir::Layout::kStrided;

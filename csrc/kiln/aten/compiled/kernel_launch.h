@@ -82,6 +82,11 @@ struct LaunchShape {
   int64_t independent_block = 0;
 };
 
+// The address a kernel reads or writes `tensor` at. Kernels read raw
+// pointers, so a tensor on another device (a CPU out= tensor, say) is refused
+// with PyTorch's device-mismatch RuntimeError, as a CUDA kernel would refuse it.
+char* kernel_data(const at::Tensor& tensor, const char* op_name);
+
 // Queues `entry` on `stream` (or runs it at once when small and the stream is
 // idle). Raises a RuntimeError for a failure reported by an inline run.
 void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const LaunchArgs& args,

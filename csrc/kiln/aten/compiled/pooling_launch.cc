@@ -196,7 +196,7 @@ void launch_pool_kernel(const PoolKernelSpec& spec) {
   for (int k = 0; k < operands; ++k) {
     const PoolOperand& current = operand(k);
     ir::DType dtype = require_ir_dtype(current.tensor.scalar_type(), spec.op_name);
-    args.data[k] = static_cast<char*>(current.tensor.data_ptr());
+    args.data[k] = kernel_data(current.tensor, spec.op_name);
     for (int dim = 0; dim < kRank; ++dim) {
       args.strides[k][dim] =
           current.strides[static_cast<int>(axis_of_dim(dim, spec.channels_innermost))];

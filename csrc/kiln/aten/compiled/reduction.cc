@@ -205,7 +205,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     ir::Layout layout = layout_class(vector_dim.strides[index], vector_dim.size);
     dtypes.push_back(dtype);
     layouts.push_back(layout);
-    args.data[index] = static_cast<char*>(tensor.data_ptr());
+    args.data[index] = kernel_data(tensor, op_name);
     bytes += static_cast<size_t>(tensor.numel()) * tensor.element_size();
     signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));
     signature.append(index + 1 == input_count ? '>' : ',');

@@ -1,13 +1,14 @@
 # make demo   sets up, builds, and trains the example model on kiln beside the CPU
 # make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
 # make bench  runs the benchmarks of bench/ (not part of the tests)
+# make operators  runs the full OpInfo sweep and rewrites docs/operators.md (slow)
 VENV ?= $(HOME)/.cache/kiln/venv
 BUILD ?= build
 PYTHON := $(VENV)/bin/python
 export KILN_VENV := $(VENV)
 export KILN_BUILD_DIR := $(abspath $(BUILD))
 
-.PHONY: setup demo test test-cpp test-python bench clean
+.PHONY: setup demo test test-cpp test-python bench operators clean
 
 setup:
 	@scripts/setup.sh
@@ -29,6 +30,10 @@ bench: setup
 	$(PYTHON) bench/bench_native_ops.py
 	$(PYTHON) bench/bench_eager_ops.py
 	$(PYTHON) bench/bench_training.py
+
+operators: setup
+	$(PYTHON) tests/conformance/opinfo_sweep.py --dtypes float32,float16,bfloat16,int64,bool \
+		--samples 4 --grad --markdown docs/operators.md --json $(BUILD)/operators.json
 
 clean:
 	rm -rf $(BUILD) python/torch_kiln/_C*.so

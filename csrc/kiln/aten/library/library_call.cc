@@ -225,17 +225,27 @@ size_t bytes_touched(const Arguments& arguments, const std::vector<at::Tensor>& 
 
 void run_synchronously(const c10::OperatorHandle& op, Arguments arguments, c10::Device device,
                        torch::jit::Stack* stack) {
-  std::vector<int> aliased = aliased_arguments(op.schema());
-  if (auto meta = meta_results(op, arguments)) resize_out_arguments(op, arguments, aliased, *meta);
+  const auto& schema = op.schema();
+  std::vector<int> aliased = aliased_arguments(schema);
+  std::optional<std::vector<at::Tensor>> meta = meta_results(op, arguments);
+  if (meta) resize_out_arguments(op, arguments, aliased, *meta);
   // Inputs are read from the host now: wait for the work that writes them.
   check_status(current_runtime_stream(device.index()).synchronize());
   ThreadPool::instance().stop_polling();  // the CPU kernel brings its own threads
   torch::jit::Stack host = host_stack(arguments);
+  // Without the Meta kernel's sizes, out= arguments are fresh CPU tensors the
+  // kernel may resize; the kiln ones are resized to the results afterwards.
+  for (size_t i = 0; i < arguments.size() && !meta; ++i) {
+    if (is_out_argument(schema.arguments()[i]) && arguments[i].isTensor()) {
+      host[i] = at::empty({0}, arguments[i].toTensor().options().device(c10::kCPU));
+    }
+  }
   op.callBoxed(&host);  // raises the CPU's error, at the call
   for (size_t result = 0; result < aliased.size(); ++result) {
     const at::Tensor& value = host[result].toTensor();
     at::Tensor output = aliased[result] >= 0 ? arguments[aliased[result]].toTensor()
                                              : new_output(value, device);
+    if (output.sizes() != value.sizes()) at::native::resize_output(output, value.sizes());
     store_result(output, value);
     stack->push_back(output);
   }

@@ -167,11 +167,11 @@ at::Tensor new_output(const at::Tensor& like, c10::Device device) {
   return at::empty(like.sizes(), options);
 }
 
-// Writes the CPU kernel's result into kiln output `output`, unless the kernel
-// wrote it in place through the alias.
+// Writes the CPU kernel's result into `output` (the host alias of a kiln
+// output), unless the kernel wrote it in place through the alias.
 void store_result(const at::Tensor& output, const at::Tensor& result) {
   if (output.numel() == 0 || result.data_ptr() == output.data_ptr()) return;
-  host_alias(output).copy_(result);
+  output.copy_(result);
 }
 
 // Only these dtypes are queued: for them the CPU kernels' dtype checks all
@@ -246,7 +246,7 @@ void run_synchronously(const c10::OperatorHandle& op, Arguments arguments, c10::
     at::Tensor output = aliased[result] >= 0 ? arguments[aliased[result]].toTensor()
                                              : new_output(value, device);
     if (output.sizes() != value.sizes()) at::native::resize_output(output, value.sizes());
-    store_result(output, value);
+    store_result(host_alias(output), value);
     stack->push_back(output);
   }
 }
@@ -278,17 +278,22 @@ void queued_library_call(const c10::OperatorHandle& op, torch::jit::Stack* stack
                                            : new_output((*meta)[result], device));
   }
   size_t bytes = bytes_touched(arguments, outputs);
-  // The work holds the arguments and outputs, so they live until it ran.
+  // The aliases are made now: the caller may change a tensor's sizes or
+  // strides in place (stft transposes its result) before the work runs. The
+  // work holds the kiln tensors too, so their memory lives until it ran.
+  torch::jit::Stack host = host_stack(arguments);
+  std::vector<at::Tensor> host_outputs;
+  for (const at::Tensor& output : outputs) host_outputs.push_back(host_alias(output));
   // The op's name lives as long as its registration: a static string for the stream.
   const char* label = op.operator_name().name.c_str();
   check_status(current_runtime_stream(device.index()).launch(
-      label, bytes, [op, arguments, outputs]() -> Status {
+      label, bytes, [op, arguments, outputs, host, host_outputs]() -> Status {
         ThreadPool::instance().stop_polling();
         at::AutoDispatchBelowADInplaceOrView below_autograd;
-        torch::jit::Stack host = host_stack(arguments);
-        op.callBoxed(&host);
-        for (size_t result = 0; result < outputs.size(); ++result) {
-          store_result(outputs[result], host[result].toTensor());
+        torch::jit::Stack stack = host;
+        op.callBoxed(&stack);
+        for (size_t result = 0; result < host_outputs.size(); ++result) {
+          store_result(host_outputs[result], stack[result].toTensor());
         }
         return Status();
       }));

@@ -137,7 +137,7 @@ std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& o
   }
   try {
     op.callBoxed(&stack);
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {  // c10::Error, or a Python Meta kernel's error
     return std::nullopt;
   }
   std::vector<at::Tensor> results;

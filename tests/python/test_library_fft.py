@@ -121,3 +121,9 @@ def test_backward(name):
     (torch.view_as_real(fn(cpu)) * weights).sum().backward()
     compiled_only(lambda: (torch.view_as_real(fn(device)) * weights.to("kiln")).sum().backward())
     torch.testing.assert_close(device.grad.cpu(), cpu.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_lazily_conjugated_input():
+    x = signal(3, 8, dtype=torch.complex64)
+    for fn in (torch.fft.fft, torch.fft.irfft, torch.fft.fftn):
+        check(lambda t: fn(t.conj()), x, tolerance=TOLERANCE)

@@ -262,3 +262,22 @@ def test_trace_and_dot_backward():
         compiled_only(lambda: fn(*device).sum().backward())
         for expected, actual in zip(cpu, device):
             torch.testing.assert_close(actual.grad.cpu(), expected.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_complex_and_lazily_conjugated_inputs():
+    a = torch.randn(3, 4, 4, dtype=torch.complex64, generator=torch.Generator().manual_seed(5))
+    a = a + 4 * torch.eye(4)
+    for fn in (torch.linalg.inv, torch.linalg.det, torch.linalg.svdvals, torch.linalg.eigvals,
+               lambda x: torch.linalg.qr(x)[1]):
+        check(fn, a, tolerance=TOLERANCE)
+        # A conj() view is resolved by the CPU kernel reading the alias.
+        check(lambda x: fn(x.conj()), a, message="conj view", tolerance=TOLERANCE)
+    check(lambda x: torch.vdot(x[0, 0].conj(), x[0, 1]), a, tolerance=TOLERANCE)
+
+
+def test_out_argument_with_other_strides():
+    a = general(4, 4)
+    q = torch.empty(4, 4, device="kiln").mT            # column-major out
+    r = torch.empty(4, 4, device="kiln")
+    torch.linalg.qr(a.to("kiln"), out=(q, r))
+    torch.testing.assert_close((q.cpu(), r.cpu()), torch.linalg.qr(a), rtol=1e-4, atol=1e-4)

@@ -127,3 +127,21 @@ def test_lazily_conjugated_input():
     x = signal(3, 8, dtype=torch.complex64)
     for fn in (torch.fft.fft, torch.fft.irfft, torch.fft.fftn):
         check(lambda t: fn(t.conj()), x, tolerance=TOLERANCE)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128, torch.float32,
+                                   torch.int64])
+def test_conj_physical_that_ihfft2_ends_with(dtype):
+    x = signal(4, 6, dtype=dtype)
+    inputs = [x, x.mT, x[:, ::2], x[:0], x[0, 0]]
+    if dtype.is_complex:
+        inputs.append(x.conj())
+    for t in inputs:
+        check(torch.conj_physical, t, message=f"{tuple(t.shape)} {t.stride()}")
+        check(lambda a: a.clone().conj_physical_(), t, message="in place")
+        check(lambda a: torch.conj_physical(a, out=torch.empty(0, dtype=a.dtype,
+                                                                device=a.device)), t)
+    compiled_only(lambda: torch.fft.ihfft2(to_kiln(signal(4, 6))))
+    if dtype.is_complex:
+        check(lambda a: torch.conj_physical(a, out=torch.empty(0, device=a.device)), x,
+              message="complex into a real out")

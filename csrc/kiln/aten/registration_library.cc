@@ -9,6 +9,7 @@
 // calls out=. So out= is registered for those, and both forms for the others.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/complex_conjugate.h"
 #include "kiln/aten/library/library_call.h"
 
 namespace kiln::torch_integration {
@@ -49,6 +50,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl(name,
            torch::CppFunction::makeFromBoxedFunction<&library::synchronous_library_call>());
   }
+  // Not a library call: the conjugate the inverse Hermitian FFTs end with,
+  // compiled (compiled/complex_conjugate.h).
+  m.impl("conj_physical.out", TORCH_FN(compiled::conj_physical_out));
+  m.impl("conj_physical_", TORCH_FN(compiled::conj_physical_));
 }
 
 }  // namespace kiln::torch_integration

@@ -281,3 +281,14 @@ def test_out_argument_with_other_strides():
     r = torch.empty(4, 4, device="kiln")
     torch.linalg.qr(a.to("kiln"), out=(q, r))
     torch.testing.assert_close((q.cpu(), r.cpu()), torch.linalg.qr(a), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_in_place_and_out_forms_of_the_matmul_leftovers(dtype):
+    bias, left, right = (general(*shape, seed=i).round().to(dtype)
+                         for i, shape in enumerate([(3, 5), (2, 3, 4), (2, 4, 5)]))
+    check(lambda b, x, y: b.clone().addbmm_(x, y, beta=2, alpha=3), bias, left, right)
+    check(lambda b, x, y: torch.addbmm(b, x, y, out=torch.empty(0, dtype=b.dtype,
+                                                                device=b.device)),
+          bias, left, right)
+    check(lambda m, v: m[0].clone()[:, 0].addmv_(m[0], v[0, :, 0]), left, right)

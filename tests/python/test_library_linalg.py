@@ -292,3 +292,16 @@ def test_in_place_and_out_forms_of_the_matmul_leftovers(dtype):
                                                                 device=b.device)),
           bias, left, right)
     check(lambda m, v: m[0].clone()[:, 0].addmv_(m[0], v[0, :, 0]), left, right)
+
+
+def test_queued_matmul_reads_the_layouts_of_the_call():
+    # The work runs later: a transpose in place right after the call must
+    # change neither what it reads nor where it writes.
+    a, b = general(300, 200), general(200, 300, seed=1)
+    product = torch.mm(a.to("kiln"), b.to("kiln"))
+    product.t_()
+    device_a = a.to("kiln")
+    second = torch.mm(device_a, b.to("kiln"))
+    device_a.t_()
+    torch.testing.assert_close(product.cpu(), (a @ b).t(), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(second.cpu(), a @ b, rtol=1e-4, atol=1e-3)

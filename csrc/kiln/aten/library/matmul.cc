@@ -66,16 +66,22 @@ size_t bytes_touched(std::initializer_list<const at::Tensor*> tensors) {
   return bytes;
 }
 
-// Launches `call(out_alias)` on the output's stream, with every tensor kept
-// alive until it ran.
+// Launches `call(out_alias, input_aliases)` on the output's stream, with
+// every tensor kept alive until it ran. The aliases are made here, at the
+// call: the caller may change a tensor's sizes or strides in place (t_())
+// before the work runs.
 template <typename Call>
-void launch(const char* name, at::Tensor& out, size_t bytes, Call call) {
+void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, size_t bytes,
+            Call call) {
   if (out.numel() == 0) return;
+  std::vector<at::Tensor> aliases;
+  for (const at::Tensor& input : inputs) aliases.push_back(host_alias(input));
   at::Tensor target = out;
-  check_status(stream_of(out).launch(name, bytes, [target, call]() {
+  at::Tensor target_alias = host_alias(out);
+  check_status(stream_of(out).launch(name, bytes,
+                                     [target, target_alias, inputs, aliases, call]() mutable {
     ThreadPool::instance().stop_polling();  // the CPU kernel brings its own threads
-    at::Tensor result = host_alias(target);
-    call(result);
+    call(target_alias, aliases);
     return Status();
   }));
 }
@@ -88,8 +94,10 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   check_matrices(self, mat2);
   check_out_dtype(out, self);
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
-  launch("aten::mm.out", out, bytes_touched({&self, &mat2, &out}),
-         [self, mat2](at::Tensor& result) { at::mm_out(result, host_alias(self), host_alias(mat2)); });
+  launch("aten::mm.out", out, {self, mat2}, bytes_touched({&self, &mat2, &out}),
+         [](at::Tensor& result, const std::vector<at::Tensor>& in) {
+           at::mm_out(result, in[0], in[1]);
+         });
   return out;
 }
 
@@ -103,10 +111,10 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
   std::vector<int64_t> shape = {mat1.size(0), mat2.size(1)};
   check_bias(self, shape);
   at::native::resize_output(out, shape);
-  launch("aten::addmm.out", out, bytes_touched({&self, &mat1, &mat2, &out}),
-         [self, mat1, mat2, beta, alpha](at::Tensor& result) {
-           at::addmm_out(result, host_alias(self), host_alias(mat1), host_alias(mat2), beta,
-                         alpha);
+  launch("aten::addmm.out", out, {self, mat1, mat2},
+         bytes_touched({&self, &mat1, &mat2, &out}),
+         [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
+           at::addmm_out(result, in[0], in[1], in[2], beta, alpha);
          });
   return out;
 }
@@ -117,8 +125,10 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
   check_batches(self, mat2);
   check_out_dtype(out, self);
   at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
-  launch("aten::bmm.out", out, bytes_touched({&self, &mat2, &out}),
-         [self, mat2](at::Tensor& result) { at::bmm_out(result, host_alias(self), host_alias(mat2)); });
+  launch("aten::bmm.out", out, {self, mat2}, bytes_touched({&self, &mat2, &out}),
+         [](at::Tensor& result, const std::vector<at::Tensor>& in) {
+           at::bmm_out(result, in[0], in[1]);
+         });
   return out;
 }
 
@@ -133,10 +143,10 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
   std::vector<int64_t> shape = {batch1.size(0), batch1.size(1), batch2.size(2)};
   check_bias(self, shape);
   at::native::resize_output(out, shape);
-  launch("aten::baddbmm.out", out, bytes_touched({&self, &batch1, &batch2, &out}),
-         [self, batch1, batch2, beta, alpha](at::Tensor& result) {
-           at::baddbmm_out(result, host_alias(self), host_alias(batch1), host_alias(batch2),
-                           beta, alpha);
+  launch("aten::baddbmm.out", out, {self, batch1, batch2},
+         bytes_touched({&self, &batch1, &batch2, &out}),
+         [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
+           at::baddbmm_out(result, in[0], in[1], in[2], beta, alpha);
          });
   return out;
 }

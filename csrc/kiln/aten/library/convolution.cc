@@ -125,14 +125,19 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   ConvolutionArguments arguments{stride.vec(), padding.vec(), dilation.vec(),
                                  output_padding.vec(), transposed, groups};
   size_t bytes = input.nbytes() + weight.nbytes() + output.nbytes();
+  // The host aliases are made now, not when the work runs: the caller may
+  // change a tensor's metadata in place (output.t_()) before it runs. The
+  // kiln tensors are kept too: an alias does not keep its memory alive.
+  std::vector<at::Tensor> keep_alive{input, weight, output};
+  if (bias.has_value() && bias->defined()) keep_alive.push_back(*bias);
   check_status(stream_of(output).launch("aten::convolution", bytes,
-      [input, weight, bias, output, arguments]() {
+      [input = host_alias(input), weight = host_alias(weight), bias = alias_of(bias),
+       output = host_alias(output), arguments, keep_alive]() mutable {
         ThreadPool::instance().stop_polling();  // oneDNN brings its own threads
         at::Tensor result = at::convolution(
-            host_alias(input), host_alias(weight), alias_of(bias), arguments.stride,
-            arguments.padding, arguments.dilation, arguments.transposed,
-            arguments.output_padding, arguments.groups);
-        host_alias(output).copy_(result);
+            input, weight, bias, arguments.stride, arguments.padding, arguments.dilation,
+            arguments.transposed, arguments.output_padding, arguments.groups);
+        output.copy_(result);
         return Status();
       }));
   return output;
@@ -167,21 +172,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   ConvolutionArguments arguments{stride.vec(), padding.vec(), dilation.vec(),
                                  output_padding.vec(), transposed, groups};
   size_t bytes = grad_output.nbytes() + input.nbytes() + weight.nbytes();
+  // Aliases made at the call, and the kiln tensors kept alive, as in the forward.
+  std::vector<at::Tensor> keep_alive{grad_output, input, weight, grad_input, grad_weight,
+                                     grad_bias};
+  auto alias_if_used = [](const at::Tensor& tensor) {
+    return tensor.defined() && tensor.numel() > 0 ? host_alias(tensor) : at::Tensor();
+  };
   check_status(stream_of(input).launch("aten::convolution_backward", bytes,
-      [grad_output, input, weight, grad_input, grad_weight, grad_bias, owned_bias_sizes,
-       arguments, output_mask]() {
+      [grad_output = host_alias(grad_output), input = host_alias(input),
+       weight = host_alias(weight), grad_input = alias_if_used(grad_input),
+       grad_weight = alias_if_used(grad_weight), grad_bias = alias_if_used(grad_bias),
+       owned_bias_sizes, arguments, output_mask, keep_alive]() mutable {
         ThreadPool::instance().stop_polling();  // oneDNN brings its own threads
         at::OptionalIntArrayRef sizes;
         if (owned_bias_sizes.has_value()) sizes = *owned_bias_sizes;
         auto [cpu_input, cpu_weight, cpu_bias] = at::convolution_backward(
-            host_alias(grad_output), host_alias(input), host_alias(weight), sizes,
-            arguments.stride, arguments.padding, arguments.dilation, arguments.transposed,
-            arguments.output_padding, arguments.groups, output_mask);
-        if (grad_input.defined() && grad_input.numel() > 0) host_alias(grad_input).copy_(cpu_input);
-        if (grad_weight.defined() && grad_weight.numel() > 0) {
-          host_alias(grad_weight).copy_(cpu_weight);
-        }
-        if (grad_bias.defined() && grad_bias.numel() > 0) host_alias(grad_bias).copy_(cpu_bias);
+            grad_output, input, weight, sizes, arguments.stride, arguments.padding,
+            arguments.dilation, arguments.transposed, arguments.output_padding, arguments.groups,
+            output_mask);
+        if (grad_input.defined()) grad_input.copy_(cpu_input);
+        if (grad_weight.defined()) grad_weight.copy_(cpu_weight);
+        if (grad_bias.defined()) grad_bias.copy_(cpu_bias);
         return Status();
       }));
   return {grad_input, grad_weight, grad_bias};

@@ -84,7 +84,8 @@ static double kiln_zeta(double s, double q) {
     ++count;
     /* Terms fall fast for large s: stop once the whole tail is negligible. */
     if (w > 1 && __builtin_fabs(term) * (1 + w / (s - 1)) < 1e-17 * __builtin_fabs(sum)) return sum;
-    if (count > 100000) break;
+    /* q so negative that w never reaches 10 (or stops moving): give up. */
+    if (count > 100000) return __builtin_nan("");
   }
   if (w != w) return w;
   double power = __builtin_pow(w, -s);

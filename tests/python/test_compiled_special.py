@@ -89,8 +89,10 @@ def test_digamma_poles_and_forms():
                      dtype=torch.float64)
     compiled_only(lambda: check(torch.digamma, x, message="digamma poles"))
     compiled_only(lambda: check(lambda a: a.clone().digamma_(), x, message="digamma_"))
-    out = torch.empty(3, dtype=torch.float64)
+    out = torch.empty(0, dtype=torch.float64)
     compiled_only(lambda: check(lambda a, o: torch.digamma(a, out=o), x, out, message="digamma out"))
+    check(lambda a, o: torch.digamma(a, out=o), x, torch.empty(0, dtype=torch.int64),
+          message="integer out= raises")
     check(lambda a: a.clone().digamma_(), torch.tensor([1, 2]), message="in-place promotion raises")
 
 
@@ -124,7 +126,7 @@ def test_binary_dtypes_layouts_and_forms(name):
         compiled_only(lambda: check(op, a, b, message=f"{name} {layout}"))
     a, b = make((4,), torch.float64, low=1.5, high=5.0), make((4,), torch.float64, low=0.5, high=5.0)
     compiled_only(lambda: check(op, a, 2.5, message=f"{name} scalar other"))
-    out = torch.empty(4, dtype=torch.float64)
+    out = torch.empty(0, dtype=torch.float64)
     compiled_only(lambda: check(lambda x, y, o: op(x, y, out=o), a, b, out, message=f"{name} out"))
     if name != "zeta":
         compiled_only(lambda: check(lambda x, y: getattr(x.clone(), name + "_")(y), a, b,

@@ -12,13 +12,13 @@ from conftest import run_python
 
 def test_fallback_result_matches_cpu_and_is_tracked():
     torch_kiln.clear_op_tracking()
-    # Ops picked because Kiln does not lower them (special functions).
+    # Ops picked because Kiln does not lower them (complex results).
     a, b = torch.rand(5, 3) + 1.5, torch.rand(5, 3) + 0.5
-    result = torch.special.zeta(a.to("kiln"), b.to("kiln"))
+    result = torch.polar(a.to("kiln"), b.to("kiln"))
     assert result.device.type == "kiln"
-    assert torch.equal(result.cpu(), torch.special.zeta(a, b))
+    assert torch.equal(result.cpu(), torch.polar(a, b))
     fallback = torch_kiln.get_fallback_ops()
-    assert any(name.startswith("aten::special_zeta") for name in fallback)
+    assert any(name.startswith("aten::polar") for name in fallback)
     executed = torch_kiln.get_executed_ops()
     assert executed["aten::_copy_from"]["native"] >= 3
     assert all(set(paths) <= {"native", "compiled", "library", "fallback"}
@@ -31,22 +31,24 @@ def test_fallback_warns_once_per_op():
     x = torch.randn(4, device="kiln")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        torch.special.erfcx(x)
-        torch.special.erfcx(x)
+        torch.complex(x, x)
+        torch.complex(x, x)
     messages = [str(w.message) for w in caught if "ran on the CPU" in str(w.message)]
     assert len(messages) == 1
-    assert "aten::special_erfcx" in messages[0]
+    assert "aten::complex" in messages[0]
 
 
 def test_fallback_mode_error_names_the_op_and_leaves_inputs_untouched():
     x = torch.arange(4.0, device="kiln")
+    out = torch.zeros(4, dtype=torch.complex64, device="kiln")
     torch_kiln.set_fallback_mode("error")
     try:
-        with pytest.raises(NotImplementedError, match=r"aten::digamma.*KILN_FALLBACK=error"):
-            x.digamma_()
+        with pytest.raises(NotImplementedError, match=r"aten::polar.*KILN_FALLBACK=error"):
+            torch.polar(x, x, out=out)
     finally:
         torch_kiln.set_fallback_mode("warn")
     assert torch.equal(x.cpu(), torch.arange(4.0))
+    assert torch.equal(out.cpu(), torch.zeros(4, dtype=torch.complex64))
 
 
 def test_fallback_mode_from_environment():
@@ -54,12 +56,12 @@ def test_fallback_mode_from_environment():
         import torch, torch_kiln
         assert torch_kiln.get_fallback_mode() == "error"
         try:
-            torch.special.i0(torch.ones(2, device="kiln"))
+            torch.polar(torch.ones(2, device="kiln"), torch.ones(2, device="kiln"))
         except NotImplementedError as error:
             print(str(error).splitlines()[0])
     """, KILN_FALLBACK="error")
     assert result.returncode == 0, result.stderr
-    assert "aten::i0" in result.stdout and "not lowered for the kiln device" in result.stdout
+    assert "aten::polar" in result.stdout and "not lowered for the kiln device" in result.stdout
 
 
 def test_silent_mode_has_no_warning():
@@ -67,7 +69,7 @@ def test_silent_mode_has_no_warning():
         import warnings, torch
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            torch.special.i1(torch.ones(2, device="kiln"))
+            torch.complex(torch.ones(2, device="kiln"), torch.ones(2, device="kiln"))
         print(len([w for w in caught if "ran on the CPU" in str(w.message)]))
     """, KILN_FALLBACK="silent")
     assert result.returncode == 0, result.stderr

@@ -48,6 +48,25 @@ const char* opcode_name(OpCode code) {
     case OpCode::kTrunc: return "trunc";
     case OpCode::kFrac: return "frac";
     case OpCode::kSigmoid: return "sigmoid";
+    case OpCode::kDigamma: return "digamma";
+    case OpCode::kErfinv: return "erfinv";
+    case OpCode::kErfcx: return "erfcx";
+    case OpCode::kNdtri: return "ndtri";
+    case OpCode::kLogNdtr: return "log_ndtr";
+    case OpCode::kBesselI0: return "bessel_i0";
+    case OpCode::kBesselI0Scaled: return "bessel_i0_scaled";
+    case OpCode::kBesselI1: return "bessel_i1";
+    case OpCode::kBesselI1Scaled: return "bessel_i1_scaled";
+    case OpCode::kBesselK0: return "bessel_k0";
+    case OpCode::kBesselK0Scaled: return "bessel_k0_scaled";
+    case OpCode::kBesselK1: return "bessel_k1";
+    case OpCode::kBesselK1Scaled: return "bessel_k1_scaled";
+    case OpCode::kBesselJ0: return "bessel_j0";
+    case OpCode::kBesselJ1: return "bessel_j1";
+    case OpCode::kBesselY0: return "bessel_y0";
+    case OpCode::kBesselY1: return "bessel_y1";
+    case OpCode::kSphericalBesselJ0: return "spherical_bessel_j0";
+    case OpCode::kAiryAi: return "airy_ai";
     case OpCode::kLogicalNot: return "logical_not";
     case OpCode::kIsNan: return "is_nan";
     case OpCode::kIsInf: return "is_inf";
@@ -69,6 +88,22 @@ const char* opcode_name(OpCode code) {
     case OpCode::kBitwiseXor: return "bitwise_xor";
     case OpCode::kShiftLeft: return "shift_left";
     case OpCode::kShiftRight: return "shift_right";
+    case OpCode::kPolygamma: return "polygamma";
+    case OpCode::kZeta: return "zeta";
+    case OpCode::kIgamma: return "igamma";
+    case OpCode::kIgammac: return "igammac";
+    case OpCode::kChebyshevT: return "chebyshev_t";
+    case OpCode::kChebyshevU: return "chebyshev_u";
+    case OpCode::kChebyshevV: return "chebyshev_v";
+    case OpCode::kChebyshevW: return "chebyshev_w";
+    case OpCode::kShiftedChebyshevT: return "shifted_chebyshev_t";
+    case OpCode::kShiftedChebyshevU: return "shifted_chebyshev_u";
+    case OpCode::kShiftedChebyshevV: return "shifted_chebyshev_v";
+    case OpCode::kShiftedChebyshevW: return "shifted_chebyshev_w";
+    case OpCode::kHermiteH: return "hermite_h";
+    case OpCode::kHermiteHe: return "hermite_he";
+    case OpCode::kLaguerreL: return "laguerre_l";
+    case OpCode::kLegendreP: return "legendre_p";
     case OpCode::kEqual: return "equal";
     case OpCode::kNotEqual: return "not_equal";
     case OpCode::kLess: return "less";
@@ -86,9 +121,9 @@ const char* opcode_name(OpCode code) {
 
 OpClass opcode_class(OpCode code) {
   if (code <= OpCode::kAccumulatorIndex) return OpClass::kLeaf;
-  if (code <= OpCode::kSigmoid) return OpClass::kUnary;
+  if (code <= OpCode::kAiryAi) return OpClass::kUnary;
   if (code <= OpCode::kIsInf) return OpClass::kUnaryPredicate;
-  if (code <= OpCode::kShiftRight) return OpClass::kBinary;
+  if (code <= OpCode::kLegendreP) return OpClass::kBinary;
   if (code <= OpCode::kLogicalXor) return OpClass::kComparison;
   if (code == OpCode::kSelect) return OpClass::kSelect;
   return OpClass::kCast;
@@ -109,13 +144,18 @@ int opcode_arity(OpCode code) {
 
 bool opcode_needs_floating(OpCode code) {
   return (code >= OpCode::kExp && code <= OpCode::kSigmoid) || code == OpCode::kAtan2 ||
-         code == OpCode::kCopysign || code == OpCode::kHypot;
+         code == OpCode::kCopysign || code == OpCode::kHypot || opcode_is_special_function(code);
 }
 
 bool opcode_needs_integral(OpCode code) {
   return code == OpCode::kBitwiseNot || code == OpCode::kBitwiseAnd ||
          code == OpCode::kBitwiseOr || code == OpCode::kBitwiseXor ||
          code == OpCode::kShiftLeft || code == OpCode::kShiftRight;
+}
+
+bool opcode_is_special_function(OpCode code) {
+  return (code >= OpCode::kDigamma && code <= OpCode::kAiryAi) ||
+         (code >= OpCode::kPolygamma && code <= OpCode::kLegendreP);
 }
 
 }  // namespace kiln::ir

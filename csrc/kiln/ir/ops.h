@@ -34,6 +34,11 @@ enum class OpCode : uint8_t {
   kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kReciprocal,
   kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh,
   kErf, kErfc, kLgamma, kFloor, kCeil, kRound, kTrunc, kFrac, kSigmoid,
+  // Special functions (floating only; C helpers in codegen/special_prelude.cc).
+  kDigamma, kErfinv, kErfcx, kNdtri, kLogNdtr,
+  kBesselI0, kBesselI0Scaled, kBesselI1, kBesselI1Scaled,
+  kBesselK0, kBesselK0Scaled, kBesselK1, kBesselK1Scaled,
+  kBesselJ0, kBesselJ1, kBesselY0, kBesselY1, kSphericalBesselJ0, kAiryAi,
   // Unary with a bool result.
   kLogicalNot, kIsNan, kIsInf,
 
@@ -42,6 +47,12 @@ enum class OpCode : uint8_t {
   kFloorDivide, kRemainder, kFmod, kPower, kAtan2, kCopysign, kHypot,
   kMaximum, kMinimum,  // NaN-propagating, as torch.maximum/minimum
   kBitwiseAnd, kBitwiseOr, kBitwiseXor, kShiftLeft, kShiftRight,
+  // Special functions (floating only). kPolygamma(n, x) takes the order first;
+  // the polynomials take (x, n) with n truncated to an integer as the CPU does.
+  kPolygamma, kZeta, kIgamma, kIgammac,
+  kChebyshevT, kChebyshevU, kChebyshevV, kChebyshevW,
+  kShiftedChebyshevT, kShiftedChebyshevU, kShiftedChebyshevV, kShiftedChebyshevW,
+  kHermiteH, kHermiteHe, kLaguerreL, kLegendreP,
   // Binary with a bool result.
   kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
   kLogicalAnd, kLogicalOr, kLogicalXor,
@@ -69,5 +80,8 @@ int opcode_arity(OpCode code);
 bool opcode_needs_floating(OpCode code);
 // True for ops defined on integer and bool dtypes only (bitwise ops, shifts).
 bool opcode_needs_integral(OpCode code);
+// True for the special functions (digamma, Bessel functions, polynomials, ...),
+// whose C helpers a kernel includes only when it uses one.
+bool opcode_is_special_function(OpCode code);
 
 }  // namespace kiln::ir

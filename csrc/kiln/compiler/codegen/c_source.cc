@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kiln/compiler/codegen/prelude.h"
+#include "kiln/compiler/codegen/special_prelude.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
 
@@ -180,7 +181,9 @@ class Emitter {
   explicit Emitter(const Kernel& kernel) : kernel_(kernel) {}
 
   std::string run(const std::string& entry) {
-    out_ << c_prelude() << "\n/*\n" << ir::print(kernel_) << "*/\n";
+    out_ << c_prelude();
+    emit_special_preludes();
+    out_ << "\n/*\n" << ir::print(kernel_) << "*/\n";
     out_ << "KILN_EXPORT " << (kernel_.kind == ir::KernelKind::kReduction ? "KILN_REDUCTION " : "")
          << "void " << entry
          << "(const kiln_launch_args* launch, int64_t begin, int64_t end) {\n";
@@ -378,6 +381,18 @@ class Emitter {
       case OpCode::kTrunc: return call("trunc", 1);
       case OpCode::kFrac: return "(" + arg(0) + " - " + call("trunc", 1) + ")";
       case OpCode::kSigmoid: return "kiln_sigmoid_" + std::string(helper_suffix(type)) + "(" + arg(0) + ")";
+      case OpCode::kDigamma: case OpCode::kErfinv: case OpCode::kErfcx: case OpCode::kNdtri:
+      case OpCode::kLogNdtr: case OpCode::kBesselI0: case OpCode::kBesselI0Scaled:
+      case OpCode::kBesselI1: case OpCode::kBesselI1Scaled: case OpCode::kBesselK0:
+      case OpCode::kBesselK0Scaled: case OpCode::kBesselK1: case OpCode::kBesselK1Scaled:
+      case OpCode::kBesselJ0: case OpCode::kBesselJ1: case OpCode::kBesselY0: case OpCode::kBesselY1:
+      case OpCode::kSphericalBesselJ0: case OpCode::kAiryAi: case OpCode::kPolygamma:
+      case OpCode::kZeta: case OpCode::kIgamma: case OpCode::kIgammac: case OpCode::kChebyshevT:
+      case OpCode::kChebyshevU: case OpCode::kChebyshevV: case OpCode::kChebyshevW:
+      case OpCode::kShiftedChebyshevT: case OpCode::kShiftedChebyshevU:
+      case OpCode::kShiftedChebyshevV: case OpCode::kShiftedChebyshevW: case OpCode::kHermiteH:
+      case OpCode::kHermiteHe: case OpCode::kLaguerreL: case OpCode::kLegendreP:
+        return special_expression(node);
       case OpCode::kLogicalNot: return "(" + arg(0) + " == 0)";
       case OpCode::kIsNan: return "(" + arg(0) + " != " + arg(0) + ")";
       case OpCode::kIsInf:
@@ -434,6 +449,36 @@ class Emitter {
       }
     }
     return "0";
+  }
+
+  // The special-function parts (special_prelude.h) this kernel's nodes call.
+  void emit_special_preludes() {
+    bool needed[3] = {false, false, false};
+    for (const Node& node : kernel_.nodes) {
+      if (ir::opcode_is_special_function(node.op)) {
+        needed[static_cast<int>(special_function_call(node.op).part)] = true;
+      }
+    }
+    for (int part = 0; part < 3; ++part) {
+      if (needed[part]) out_ << c_special_prelude(static_cast<SpecialPart>(part));
+    }
+  }
+
+  // A special function's call: on the node's own type for typed helpers,
+  // else through double, with the `single` flag where the helper takes one.
+  std::string special_expression(const Node& node) {
+    SpecialFunctionCall call = special_function_call(node.op);
+    bool single = node.dtype != DType::kFloat64;
+    std::string text = call.function;
+    if (call.typed) text += single ? "_f32" : "_f64";
+    text += "(";
+    for (int slot = 0; slot < ir::opcode_arity(node.op); ++slot) {
+      if (slot > 0) text += ", ";
+      text += call.typed || !single ? value(node.args[slot]) : "(double)" + value(node.args[slot]);
+    }
+    if (call.precision_flag) text += single ? ", 1" : ", 0";
+    text += ")";
+    return call.typed || !single ? text : "((float)" + text + ")";
   }
 
   std::string integer_helper(const char* name, DType type, const Node& node) {

@@ -77,7 +77,13 @@ def test_activation_special_values():
     x = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 30.0, -30.0, 3.0, -3.0])
     for dtype in FLOATING:
         for name, (forward, _) in ACTIVATIONS.items():
-            check(forward, x.to(dtype), message=f"{name} {dtype}")
+            # One element at a time on the CPU: its vectorized kernels depend on
+            # the machine's ISA (AVX-512's gelu gives NaN for +inf, its scalar
+            # loop gives inf); the scalar loop is the formula.
+            expected = torch.cat([forward(value.reshape(1)) for value in x.to(dtype)])
+            actual = forward(x.to(dtype).to("kiln")).cpu()
+            torch.testing.assert_close(actual, expected, equal_nan=True,
+                                       msg=lambda text: f"{name} {dtype}: {text}")
 
 
 @pytest.mark.parametrize("name", list(BACKWARDS))

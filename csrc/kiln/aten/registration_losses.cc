@@ -1,0 +1,25 @@
+// The registration table of the loss, distance and statistics family
+// (kernels in compiled/): binary cross entropy, smooth l1 and huber losses.
+#include <torch/library.h>
+
+#include "kiln/aten/compiled/classification_loss_ops.h"
+#include "kiln/aten/compiled/robust_regression_loss_ops.h"
+
+namespace kiln::torch_integration {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("binary_cross_entropy", TORCH_FN(compiled::binary_cross_entropy));
+  m.impl("binary_cross_entropy.out", TORCH_FN(compiled::binary_cross_entropy_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(compiled::binary_cross_entropy_backward));
+  m.impl("binary_cross_entropy_backward.grad_input",
+         TORCH_FN(compiled::binary_cross_entropy_backward_out));
+
+  m.impl("smooth_l1_loss", TORCH_FN(compiled::smooth_l1_loss));
+  m.impl("smooth_l1_loss.out", TORCH_FN(compiled::smooth_l1_loss_out));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(compiled::smooth_l1_loss_backward_out));
+  m.impl("huber_loss", TORCH_FN(compiled::huber_loss));
+  m.impl("huber_loss.out", TORCH_FN(compiled::huber_loss_out));
+  m.impl("huber_loss_backward.out", TORCH_FN(compiled::huber_loss_backward_out));
+}
+
+}  // namespace kiln::torch_integration

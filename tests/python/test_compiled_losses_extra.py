@@ -1,0 +1,138 @@
+"""Compiled binary_cross_entropy, smooth_l1_loss and huber_loss (forward and
+backward), differentially against the CPU."""
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from differential import ALL, FLOATING, check, compiled_only, make, variants
+
+REDUCTIONS = ["none", "mean", "sum"]
+
+
+def tolerance_for(dtype, reduction):
+    # Reductions of half-precision losses: the CPU and kiln add in different orders.
+    if reduction == "none" or dtype in (torch.float32, torch.float64):
+        return None
+    return {torch.float16: (5e-3, 5e-3), torch.bfloat16: (3e-2, 3e-2)}[dtype]
+
+
+def probabilities(shape, dtype):
+    return make(shape, dtype, low=0.0, high=1.0)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_over_dtypes_and_layouts(dtype, reduction):
+    tolerance = tolerance_for(dtype, reduction) if dtype.is_floating_point else None
+    for layout, x in variants((6, 9), dtype, low=0.0, high=1.0):
+        y = probabilities(tuple(x.shape), dtype)
+        compiled_only(lambda: check(torch.ops.aten.binary_cross_entropy, x, y, None,
+                                    ["none", "mean", "sum"].index(reduction),
+                                    tolerance=tolerance, message=layout))
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_weight_and_backward(dtype, reduction):
+    x = probabilities((5, 8), dtype)
+    y = probabilities((5, 8), dtype)
+    weight = make((8,), dtype, low=0.0, high=2.0)
+    grad_output = make((5, 8) if reduction == "none" else (), dtype)
+
+    def gradients(a, b, w, g):
+        a = a.clone().requires_grad_()
+        loss = F.binary_cross_entropy(a, b, weight=w, reduction=reduction)
+        loss.backward(g)
+        return loss, a.grad
+
+    tolerance = tolerance_for(dtype, "sum")
+    compiled_only(lambda: check(gradients, x, y, weight, grad_output, tolerance=tolerance))
+    compiled_only(lambda: check(gradients, x, y, None, grad_output, tolerance=tolerance))
+
+
+def test_binary_cross_entropy_edges_and_errors():
+    # log(0) clamps at -100; the gradient's denominator clamps at 1e-12.
+    x = torch.tensor([0.0, 1.0, 0.5, 1.0, 0.0])
+    y = torch.tensor([1.0, 0.0, 0.2, 1.0, 0.0])
+    compiled_only(lambda: check(F.binary_cross_entropy, x, y, reduction="none"))
+    compiled_only(lambda: check(torch.ops.aten.binary_cross_entropy_backward,
+                                torch.tensor(1.0), x, y, None, 1))
+    compiled_only(lambda: check(F.binary_cross_entropy, probabilities((0, 3), torch.float32),
+                                probabilities((0, 3), torch.float32), message="empty mean is nan"))
+    compiled_only(lambda: check(F.binary_cross_entropy, probabilities((), torch.float32),
+                                probabilities((), torch.float32), message="0-dim"))
+    compiled_only(lambda: check(
+        lambda p, q: torch.ops.aten.binary_cross_entropy.out(p, q, None, 1, out=torch.empty(3, 4, device=p.device)),
+        probabilities((3, 4), torch.float32), probabilities((3, 4), torch.float32), message="out= mean"))
+    good = probabilities((4, 3), torch.float32)
+    for bad_input, bad_target in [(good * 3, good), (good, good - 2), (good.log(), good),
+                                  (torch.full((4, 3), float("nan")), good)]:
+        kiln_input, kiln_target = bad_input.to("kiln"), bad_target.to("kiln")
+        with pytest.raises(RuntimeError, match="should be between 0 and 1") as expected:
+            F.binary_cross_entropy(bad_input, bad_target)
+        with pytest.raises(RuntimeError, match="should be between 0 and 1") as raised:
+            F.binary_cross_entropy(kiln_input, kiln_target)
+            torch.kiln.synchronize()
+        assert str(expected.value).split("\n")[0] in str(raised.value)
+    check(torch.ops.aten.binary_cross_entropy, good, good.double(), message="mixed dtypes")
+    check(torch.ops.aten.binary_cross_entropy, good, good[:2], message="shape mismatch")
+
+
+LOSSES = {
+    "smooth_l1": lambda x, y, reduction, threshold: F.smooth_l1_loss(x, y, reduction=reduction, beta=threshold),
+    "huber": lambda x, y, reduction, threshold: F.huber_loss(x, y, reduction=reduction, delta=threshold),
+}
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_robust_regression_over_dtypes_and_layouts(loss, dtype, reduction):
+    tolerance = tolerance_for(dtype, reduction) if dtype.is_floating_point else None
+    for layout, x in variants((6, 9), dtype):
+        y = make(tuple(x.shape), dtype)
+        compiled_only(lambda: check(LOSSES[loss], x, y, reduction, 1.5, tolerance=tolerance,
+                                    message=layout))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("dtype", FLOATING)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_robust_regression_backward(loss, dtype, reduction):
+    x = make((5, 8), dtype)
+    y = make((1, 8), dtype)
+    grad_output = make((5, 8) if reduction == "none" else (), dtype)
+    thresholds = [0.0, 0.7] if loss == "smooth_l1" else [0.7]
+
+    def gradients(a, b, g, threshold):
+        a = a.clone().requires_grad_()
+        b = b.clone().requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the target's size differs: broadcast
+            result = LOSSES[loss](a, b, reduction, threshold)
+        result.backward(g)
+        return result, a.grad, b.grad
+
+    for threshold in thresholds:
+        compiled_only(lambda: check(gradients, x, y, grad_output, threshold,
+                                    tolerance=tolerance_for(dtype, "sum"), message=str(threshold)))
+
+
+def test_robust_regression_errors_and_out():
+    x, y = make((3, 4), torch.float32), make((3, 4), torch.float32)
+    check(torch.ops.aten.smooth_l1_loss, x, y, 1, -1.0, message="negative beta")
+    check(torch.ops.aten.huber_loss, x, y, 1, 0.0, message="zero delta")
+    check(torch.ops.aten.smooth_l1_loss, x, y.double(), 0, 1.0, message="mixed dtypes")
+    check(torch.ops.aten.huber_loss, x, y.double(), 0, 1.0, message="mixed dtypes")
+    compiled_only(lambda: check(
+        lambda p, q: torch.ops.aten.huber_loss.out(p, q, 1, 1.0, out=torch.empty(3, 4, device=p.device)),
+        x, y, message="huber out= mean"))
+    compiled_only(lambda: check(
+        lambda p, q: torch.ops.aten.smooth_l1_loss.out(p, q, 2, 1.0, out=torch.empty(7, device=p.device)),
+        x, y, message="smooth_l1 out= sum"))
+    compiled_only(lambda: check(torch.ops.aten.smooth_l1_loss_backward, x.long(), x.long(), y.long(),
+                                0, 1.0, message="integer backward"))
+    check(torch.ops.aten.huber_loss_backward, x.long(), x.long(), y.long(), 0, 1.0,
+          message="huber backward refuses integers")

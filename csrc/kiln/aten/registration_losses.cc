@@ -1,9 +1,11 @@
 // The registration table of the loss, distance and statistics family
-// (kernels in compiled/): binary cross entropy, smooth l1 and huber losses.
+// (kernels in compiled/): binary cross entropy, smooth l1 and huber losses,
+// equal and dot (what cov, corrcoef and the chunked linear cross entropy use).
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/classification_loss_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
+#include "kiln/aten/compiled/vector_reduction_ops.h"
 
 namespace kiln::torch_integration {
 
@@ -20,6 +22,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("huber_loss", TORCH_FN(compiled::huber_loss));
   m.impl("huber_loss.out", TORCH_FN(compiled::huber_loss_out));
   m.impl("huber_loss_backward.out", TORCH_FN(compiled::huber_loss_backward_out));
+
+  m.impl("equal", TORCH_FN(compiled::equal));
+  m.impl("dot", TORCH_FN(compiled::dot));
+  m.impl("dot.out", TORCH_FN(compiled::dot_out));
 }
 
 }  // namespace kiln::torch_integration

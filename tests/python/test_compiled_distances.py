@@ -53,3 +53,81 @@ def test_cov_and_corrcoef_stay_on_device(dtype):
     compiled_only(lambda: check(torch.cov, x))
     compiled_only(lambda: check(torch.cov, x, correction=0, fweights=weights, aweights=aweights))
     compiled_only(lambda: check(torch.corrcoef, x))
+
+
+NORMS = [0.0, 1.0, 0.5, 1.5, 2.0, 3.0, float("inf")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("p", NORMS)
+def test_cdist_forward_and_backward(dtype, p):
+    # Rows at or below 25: the direct kernel (compute_mode 0 and p = 2 takes
+    # the matrix-product formula above that).
+    x1 = make((2, 5, 7), dtype)
+    x2 = make((1, 6, 7), dtype)
+    grad = make((2, 5, 6), dtype)
+
+    def forward_backward(a, b, g):
+        a = a.clone().requires_grad_()
+        b = b.clone().requires_grad_()
+        distances = torch.cdist(a, b, p=p)
+        distances.backward(g)
+        return distances, a.grad, b.grad
+
+    compiled_only(lambda: check(forward_backward, x1, x2, grad, tolerance=(1e-4, 1e-5)))
+    compiled_only(lambda: check(torch.cdist, x1.transpose(1, 2).contiguous().transpose(1, 2), x2,
+                                p=p, message="non-contiguous"))
+    # A repeated row makes a zero distance: the gradients' 0 / 0 case.
+    repeated = torch.cat([x1[:1, :2], x1[:1, :2]], dim=1)
+    compiled_only(lambda: check(forward_backward, repeated, repeated, make((1, 4, 4), dtype),
+                                tolerance=(1e-4, 1e-5), message="zero distances"))
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                                  "donot_use_mm_for_euclid_dist"])
+def test_cdist_compute_modes_and_edges(mode):
+    x1, x2 = make((30, 4), torch.float32), make((27, 4), torch.float32)
+    compiled_only(lambda: check(torch.cdist, x1, x2, compute_mode=mode, tolerance=(1e-4, 1e-4)))
+    for shape1, shape2 in [((0, 3), (4, 3)), ((3, 0), (4, 0)), ((2, 0, 3), (4, 3))]:
+        compiled_only(lambda: check(torch.cdist, make(shape1, torch.float32),
+                                    make(shape2, torch.float32), compute_mode=mode,
+                                    message=f"{shape1} {shape2}"))
+
+
+def test_cdist_errors():
+    x = make((3, 4), torch.float32)
+    check(torch.cdist, x.half(), x.half(), message="half")
+    check(torch.cdist, x, x.double(), message="mixed dtypes")
+    check(torch.cdist, x.long(), x.long(), message="integers")
+    check(torch.cdist, x, x[:, :3], message="columns differ")
+    check(torch.cdist, x, x, p=-1.0, message="negative p")
+    check(torch.cdist, x[0], x, message="1-D")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("p", NORMS)
+def test_pdist_forward_and_backward(dtype, p):
+    x = make((6, 5), dtype)
+    x[3] = x[1]  # a zero distance
+    grad = make((15,), dtype)
+
+    def forward_backward(a, g):
+        a = a.clone().requires_grad_()
+        distances = torch.nn.functional.pdist(a, p=p)
+        distances.backward(g)
+        return distances, a.grad
+
+    compiled_only(lambda: check(forward_backward, x, grad, tolerance=(1e-4, 1e-5)))
+    compiled_only(lambda: check(torch.nn.functional.pdist, x.t().contiguous().t(), p=p,
+                                message="non-contiguous"))
+
+
+def test_pdist_edges_and_errors():
+    for shape in [(1, 3), (0, 3), (4, 0)]:
+        compiled_only(lambda: check(torch.nn.functional.pdist, make(shape, torch.float32),
+                                    message=str(shape)))
+    x = make((4, 3), torch.float32)
+    check(torch.nn.functional.pdist, x.half(), message="half")
+    check(torch.nn.functional.pdist, x, p=-1.0, message="negative p")
+    check(torch.ops.aten._pdist_forward, x.t(), 2.0, message="non-contiguous")
+    check(torch.nn.functional.pdist, x[0], message="1-D")

@@ -1,9 +1,11 @@
 // The registration table of the loss, distance and statistics family
 // (kernels in compiled/): binary cross entropy, smooth l1 and huber losses,
-// equal and dot (what cov, corrcoef and the chunked linear cross entropy use).
+// equal and dot (what cov, corrcoef and the chunked linear cross entropy use),
+// cdist and pdist.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/classification_loss_ops.h"
+#include "kiln/aten/compiled/distance_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
 #include "kiln/aten/compiled/vector_reduction_ops.h"
 
@@ -26,6 +28,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("equal", TORCH_FN(compiled::equal));
   m.impl("dot", TORCH_FN(compiled::dot));
   m.impl("dot.out", TORCH_FN(compiled::dot_out));
+
+  m.impl("_cdist_forward", TORCH_FN(compiled::cdist_forward));
+  m.impl("_cdist_backward", TORCH_FN(compiled::cdist_backward));
+  m.impl("_pdist_forward", TORCH_FN(compiled::pdist_forward));
+  m.impl("_pdist_backward", TORCH_FN(compiled::pdist_backward));
 }
 
 }  // namespace kiln::torch_integration

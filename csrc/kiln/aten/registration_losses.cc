@@ -1,9 +1,10 @@
 // The registration table of the loss, distance and statistics family
 // (kernels in compiled/): binary cross entropy, smooth l1 and huber losses,
 // equal and dot (what cov, corrcoef and the chunked linear cross entropy use),
-// cdist and pdist.
+// cdist and pdist, and the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/attention_for_cpu_ops.h"
 #include "kiln/aten/compiled/classification_loss_ops.h"
 #include "kiln/aten/compiled/distance_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
@@ -33,6 +34,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cdist_backward", TORCH_FN(compiled::cdist_backward));
   m.impl("_pdist_forward", TORCH_FN(compiled::pdist_forward));
   m.impl("_pdist_backward", TORCH_FN(compiled::pdist_backward));
+
+  m.impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(compiled::flash_attention_for_cpu));
+  m.impl("_scaled_dot_product_flash_attention_for_cpu_backward",
+         TORCH_FN(compiled::flash_attention_for_cpu_backward));
 }
 
 }  // namespace kiln::torch_integration

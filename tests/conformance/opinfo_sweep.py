@@ -2,9 +2,12 @@
 """PyTorch's own operator database (OpInfo `op_db`) run on kiln against the CPU.
 
 For every OpInfo (or those named with --ops) and every dtype it declares that
-kiln supports, the op's sample inputs run on the CPU and on kiln copies, and
-the results are compared with torch.testing.assert_close (PyTorch's default
-tolerances for the dtype; dtypes must match). Each (op, dtype) gets a status:
+kiln supports, the op's sample inputs are made on kiln (as PyTorch's device
+tests make them), copied to the CPU for the reference, and the results are
+compared (comparison.py: the dtype's default tolerance, or one PyTorch itself
+accepts between two implementations of the op; dtypes must match). With
+--grad, the gradients of the float32 samples are compared too (gradients.py).
+Each (op, dtype) gets a status:
 
 - pass: every compared sample matched and no op left the device;
 - fallback: every sample matched, but some op ran through the CPU fallback;
@@ -15,21 +18,27 @@ tolerances for the dtype; dtypes must match). Each (op, dtype) gets a status:
   changes with the seed, or that uses attention dropout, is not compared: the
   CPU's and kiln's generators draw different numbers from one seed.
 
-    python tests/conformance/opinfo_sweep.py [--ops add,mul] [--dtypes float32,int64]
-        [--samples 8] [--json results.json] [--markdown docs/operators.md]
+Each record also names the paths its kiln ops took (compiled, library, native,
+fallback: torch_kiln.get_executed_ops()).
 
-Forward only for now; gradients and PyTorch's TestCommon checks come next.
+    python tests/conformance/opinfo_sweep.py [--ops add,mul] [--dtypes float32,int64]
+        [--samples 8] [--grad] [--json results.json] [--markdown docs/operators.md]
 """
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
 
 import torch
-import torch.utils._pytree as pytree
 
 import torch_kiln
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from comparison import check_on_kiln, compare, processed, to_cpu, wider_tolerances  # noqa: E402
+from gradients import run_gradient_sample  # noqa: E402
+from report import DTYPE_NAMES, KILN_DTYPES, markdown, summary  # noqa: E402
 
 # Ops whose results are random or uninitialized: only their dtypes and shapes
 # could be compared, which the sweep does not claim as a pass.
@@ -50,10 +59,8 @@ NOT_COMPARABLE = {
 # Ops whose samples draw random numbers when training (dropout inside).
 RANDOM_WHEN_TRAINING = {"nn.functional.multi_head_attention_forward"}
 
-KILN_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
-               torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
-
-DTYPE_NAMES = {dtype: str(dtype).removeprefix("torch.") for dtype in KILN_DTYPES}
+# The dtype whose gradients --grad compares.
+GRAD_DTYPE = torch.float32
 
 
 def op_label(op):
@@ -68,83 +75,128 @@ def on_cpu(sample):
         else value)
 
 
-def to_cpu(result):
-    return pytree.tree_map(
-        lambda value: value.cpu() if isinstance(value, torch.Tensor) else value, result)
+def is_random_sample(op, sample):
+    # Attention dropout: OpInfos fix the seed (wrapper_set_seed), but the
+    # CPU's and kiln's generators draw different masks from one seed.
+    return bool(sample.kwargs.get("dropout_p", 0)) or (
+        op.name in RANDOM_WHEN_TRAINING and bool(sample.kwargs.get("training")))
 
 
-def check_on_kiln(result):
-    for value in pytree.tree_leaves(result):
-        if isinstance(value, torch.Tensor) and value.device.type != "kiln":
-            raise AssertionError(f"a result is on {value.device}, not on kiln")
-
-
-def run_sample(op, sample):
-    """(outcome, detail, fallback ops) for one sample, made on kiln (as PyTorch
-    makes samples on the device under test) and copied to the CPU for the
-    reference: outcome is "match", "mismatch", "kiln_raised", "cpu_raised" or
-    "random" (the CPU gives another answer under another seed: not comparable)."""
-    if sample.kwargs.get("dropout_p", 0) or (
-            op.name in RANDOM_WHEN_TRAINING and sample.kwargs.get("training")):
-        # Attention dropout: OpInfos fix the seed (wrapper_set_seed), but the
-        # CPU's and kiln's generators draw different masks from one seed.
-        return "random", "", {}
+def run_sample(op, sample, dtype):
+    """(outcome, detail, executed ops, tolerance) for one sample, made on kiln
+    (as PyTorch makes samples on the device under test) and copied to the CPU
+    for the reference: outcome is "match", "mismatch", "kiln_raised",
+    "cpu_raised" or "random" (the CPU gives another answer under another seed:
+    not comparable); executed ops is {op name: {path: count}} on kiln;
+    tolerance names the one the match needed (comparison.py)."""
+    if is_random_sample(op, sample):
+        return "random", "", {}, None
     try:
         reference = on_cpu(sample)
     except Exception as error:  # noqa: BLE001 - kiln cannot hand the sample back
-        return "kiln_raised", f"copying the sample to the CPU: {type(error).__name__}: {error}"[:300], {}
+        return ("kiln_raised", f"copying the sample to the CPU: {type(error).__name__}: {error}"[:300],
+                {}, None)
     try:
         torch.manual_seed(0)
-        expected = op(reference.input, *reference.args, **reference.kwargs)
+        expected = processed(reference, op(reference.input, *reference.args, **reference.kwargs))
         torch.manual_seed(1)
-        again = op(reference.input, *reference.args, **reference.kwargs)
+        again = processed(reference, op(reference.input, *reference.args, **reference.kwargs))
     except Exception as error:  # noqa: BLE001 - the sample is not valid for the CPU
-        return "cpu_raised", repr(error)[:200], {}
+        return "cpu_raised", repr(error)[:200], {}, None
     try:
         torch.testing.assert_close(again, expected, equal_nan=True)
     except Exception:  # noqa: BLE001 - two seeds, two answers: a random sample (dropout_p > 0)
-        return "random", "", {}
+        return "random", "", {}, None
     torch_kiln.clear_op_tracking()
     try:
-        actual = op(sample.input, *sample.args, **sample.kwargs)
+        actual = processed(sample, op(sample.input, *sample.args, **sample.kwargs))
         torch.kiln.synchronize()
     except Exception as error:  # noqa: BLE001 - recorded as the op's failure
-        return "kiln_raised", f"{type(error).__name__}: {str(error)[:300]}", {}
-    fallbacks = dict(torch_kiln.get_fallback_ops())
+        return "kiln_raised", f"{type(error).__name__}: {str(error)[:300]}", {}, None
+    executed = torch_kiln.get_executed_ops()
     try:
         check_on_kiln(actual)
-        torch.testing.assert_close(to_cpu(actual), expected, equal_nan=True, check_device=False)
+        tolerance = compare(to_cpu(actual), expected, wider_tolerances(op, dtype))
     except Exception as error:  # noqa: BLE001 - assert_close raises several types
-        return "mismatch", f"{type(error).__name__}: {str(error)[:300]}", fallbacks
-    return "match", "", fallbacks
+        return "mismatch", f"{type(error).__name__}: {str(error)[:300]}", executed, None
+    return "match", "", executed, tolerance
 
 
-def sweep_dtype(op, dtype, max_samples):
-    """The status record of `op` over `dtype`."""
+def _record(outcomes, samples_made):
+    """The status record of one (op, dtype) from its samples' outcomes."""
+    compared, fallbacks, paths, tolerances = 0, {}, set(), set()
+    for index, (outcome, detail, executed, tolerance) in enumerate(outcomes):
+        if outcome in ("cpu_raised", "random", "no_grad"):
+            continue
+        used_fallback = sorted(name for name, by_path in executed.items() if "fallback" in by_path)
+        if outcome in ("mismatch", "kiln_raised"):
+            return {"status": "fail", "detail": f"sample {index}: {detail}",
+                    "fallback_ops": used_fallback}
+        compared += 1
+        tolerances.add(tolerance)
+        for name, by_path in executed.items():
+            paths.update(by_path)
+            if "fallback" in by_path:
+                fallbacks[name] = fallbacks.get(name, 0) + by_path["fallback"]
+    if compared == 0:
+        return {"status": "skip",
+                "detail": "no sample the CPU accepts" if samples_made else "no samples"}
+    record = {"samples": compared, "paths": sorted(paths),
+              "tolerance": sorted(tolerances - {"default"}) or ["default"]}
+    if fallbacks:
+        return {"status": "fallback", "fallback_ops": sorted(fallbacks), **record}
+    return {"status": "pass", **record}
+
+
+def _samples(op, dtype, max_samples, requires_grad=False):
+    return list(op.sample_inputs("kiln", dtype, requires_grad=requires_grad))[:max_samples]
+
+
+def _excluded(op):
     if op.name in NONDETERMINISTIC:
         return {"status": "skip", "detail": "random or uninitialized output"}
     if op_label(op) in NOT_COMPARABLE:
         return {"status": "skip", "detail": NOT_COMPARABLE[op_label(op)]}
+    return None
+
+
+def sweep_dtype(op, dtype, max_samples):
+    """The status record of `op` over `dtype`."""
+    excluded = _excluded(op)
+    if excluded:
+        return excluded
     try:
-        samples = list(op.sample_inputs("kiln", dtype, requires_grad=False))[:max_samples]
+        samples = _samples(op, dtype, max_samples)
     except Exception as error:  # noqa: BLE001 - a broken sample generator
         return {"status": "skip", "detail": f"sample inputs raised {error!r}"[:200]}
-    compared, fallbacks = 0, {}
-    for index, sample in enumerate(samples):
-        outcome, detail, used = run_sample(op, sample)
-        if outcome in ("cpu_raised", "random"):
+    outcomes = []
+    for sample in samples:
+        outcomes.append(run_sample(op, sample, dtype))
+        if outcomes[-1][0] in ("mismatch", "kiln_raised"):
+            break
+    return _record(outcomes, bool(samples))
+
+
+def sweep_gradients(op, max_samples):
+    """The status record of `op`'s float32 gradients, or None where the
+    OpInfo does not support autograd."""
+    if not op.supports_autograd or GRAD_DTYPE not in op.supported_backward_dtypes("cpu"):
+        return None
+    excluded = _excluded(op)
+    if excluded:
+        return excluded
+    try:
+        samples = _samples(op, GRAD_DTYPE, max_samples, requires_grad=True)
+    except Exception as error:  # noqa: BLE001 - a broken sample generator
+        return {"status": "skip", "detail": f"sample inputs raised {error!r}"[:200]}
+    outcomes = []
+    for sample in samples:
+        if is_random_sample(op, sample):
             continue
-        if outcome in ("mismatch", "kiln_raised"):
-            return {"status": "fail", "detail": f"sample {index}: {detail}",
-                    "fallback_ops": sorted(used)}
-        compared += 1
-        for name, count in used.items():
-            fallbacks[name] = fallbacks.get(name, 0) + count
-    if compared == 0:
-        return {"status": "skip", "detail": "no sample the CPU accepts" if samples else "no samples"}
-    if fallbacks:
-        return {"status": "fallback", "samples": compared, "fallback_ops": sorted(fallbacks)}
-    return {"status": "pass", "samples": compared}
+        outcomes.append(run_gradient_sample(op, sample, GRAD_DTYPE))
+        if outcomes[-1][0] in ("mismatch", "kiln_raised"):
+            break
+    return _record(outcomes, bool(samples))
 
 
 def selected_ops(names):
@@ -155,7 +207,8 @@ def selected_ops(names):
     return [op for op in op_db if op.name in wanted or op_label(op) in wanted]
 
 
-def sweep(ops, dtypes, max_samples, progress=None):
+def sweep(ops, dtypes, max_samples, progress=None, gradients=False):
+    """{op label: {dtype name: record, "grad": record}}."""
     results = {}
     for op in ops:
         declared = op.supported_dtypes("cpu")  # what PyTorch promises on the CPU
@@ -163,57 +216,14 @@ def sweep(ops, dtypes, max_samples, progress=None):
         for dtype in dtypes:
             if dtype in declared:
                 record[DTYPE_NAMES[dtype]] = sweep_dtype(op, dtype, max_samples)
+        if gradients:
+            grad_record = sweep_gradients(op, max_samples)
+            if grad_record is not None:
+                record["grad"] = grad_record
         results[op_label(op)] = record
         if progress:
             progress(op_label(op), record)
     return results
-
-
-def summary(results):
-    """Native pass rates per dtype over the (op, dtype) pairs that were not skipped."""
-    lines = []
-    for dtype in KILN_DTYPES:
-        name = DTYPE_NAMES[dtype]
-        statuses = [record[name]["status"] for record in results.values() if name in record]
-        counted = [status for status in statuses if status != "skip"]
-        if not counted:
-            continue
-        passed = counted.count("pass")
-        lines.append(f"{name}: {passed} of {len(counted)} op-dtype pairs pass natively "
-                     f"({100.0 * passed / len(counted):.1f} %), {counted.count('fallback')} "
-                     f"through the fallback, {counted.count('fail')} fail; "
-                     f"{len(statuses) - len(counted)} skipped")
-    return lines
-
-
-SYMBOLS = {"pass": "pass", "fallback": "fallback", "fail": "**FAIL**", "skip": "skip"}
-
-
-def markdown(results, command):
-    # The dtypes this run swept (--dtypes may narrow it).
-    swept = {dtype for record in results.values() for dtype in record}
-    columns = [DTYPE_NAMES[dtype] for dtype in KILN_DTYPES if DTYPE_NAMES[dtype] in swept]
-    out = ["# Operators on kiln", "",
-           "Generated by `tests/conformance/opinfo_sweep.py` from PyTorch's OpInfo database; do not "
-           "edit by hand. Regenerate with:", "", f"    {command}", "",
-           "pass: the samples match the CPU with no op leaving the device; fallback: they match, "
-           "but an op ran on the CPU; FAIL: a result differs or kiln raised; skip: nothing to "
-           "compare. Empty: the OpInfo does not declare the dtype. Dtypes swept: "
-           + ", ".join(columns) + ".", "", "## Summary", ""]
-    out += [f"- {line}" for line in summary(results)]
-    out += ["", "## Per operator", "",
-            "| op | " + " | ".join(columns) + " |",
-            "|---|" + "---|" * len(columns)]
-    for name in sorted(results):
-        record = results[name]
-        cells = [SYMBOLS[record[column]["status"]] if column in record else "" for column in columns]
-        out.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    failures = [(name, column, record[column]["detail"]) for name, record in sorted(results.items())
-                for column in columns if column in record and record[column]["status"] == "fail"]
-    if failures:
-        out += ["", "## Failures (first error of each)", ""]
-        out += [f"- `{name}` {column}: {detail}" for name, column, detail in failures]
-    return "\n".join(out) + "\n"
 
 
 def main():
@@ -221,6 +231,7 @@ def main():
     parser.add_argument("--ops", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (default: all kiln supports)")
     parser.add_argument("--samples", type=int, default=8, help="samples per op and dtype")
+    parser.add_argument("--grad", action="store_true", help="compare float32 gradients too")
     parser.add_argument("--json", help="write the per-op records here")
     parser.add_argument("--markdown", help="write the operator table here (docs/operators.md)")
     args = parser.parse_args()
@@ -236,7 +247,7 @@ def main():
         statuses = " ".join(f"{dtype}={entry['status']}" for dtype, entry in record.items())
         print(f"{name}: {statuses}", flush=True)
 
-    results = sweep(ops, dtypes, args.samples, progress)
+    results = sweep(ops, dtypes, args.samples, progress, gradients=args.grad)
     print(f"\n{len(results)} ops in {time.perf_counter() - start:.0f} s")
     for line in summary(results):
         print(line)

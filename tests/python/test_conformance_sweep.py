@@ -49,3 +49,48 @@ def test_markdown_states_the_summary_and_every_op():
     text = opinfo_sweep.markdown(results, "python tests/conformance/opinfo_sweep.py")
     assert "float32: 1 of 3 op-dtype pairs pass natively (33.3 %)" in text
     assert "| `sort` | fallback |" in text and "**FAIL**" in text and "sample 0: mismatch" in text
+
+
+def test_gradients_are_compared_and_a_wrong_gradient_is_a_failure(monkeypatch):
+    op = opinfo_sweep.selected_ops(["mul"])[0]
+    entry = opinfo_sweep.sweep_gradients(op, max_samples=2)
+    assert entry["status"] == "pass" and entry["samples"] > 0, entry
+    import gradients
+    real_cpu_copy = gradients._cpu_copy
+
+    def corrupt(sample):  # the CPU's inputs differ: its gradients must differ
+        reference = real_cpu_copy(sample)
+        with torch.no_grad():
+            reference.input.mul_(3)
+        return reference
+
+    monkeypatch.setattr(gradients, "_cpu_copy", corrupt)
+    entry = opinfo_sweep.sweep_gradients(op, max_samples=2)
+    assert entry["status"] == "fail", entry
+
+
+def test_wider_tolerances_are_for_half_precision_or_declared_by_the_opinfo():
+    import comparison
+    op = opinfo_sweep.selected_ops(["add"])[0]
+    assert [name for name, *_ in comparison.wider_tolerances(op, torch.float32)] == []
+    assert [name for name, *_ in comparison.wider_tolerances(op, torch.bfloat16)] == ["compare_cpu"]
+    expected = torch.tensor([1.0, 0.01], dtype=torch.float16)
+    close = expected + torch.tensor([0.0, 1e-4], dtype=torch.float16)
+    assert comparison.compare(expected, expected, []) == "default"
+    assert comparison.compare(close, expected, comparison.wider_tolerances(
+        op, torch.float16)) == "compare_cpu"
+    with pytest.raises(AssertionError):
+        comparison.compare(close.float(), expected.float(), [])
+
+
+def test_the_report_names_paths_and_the_gradient_share():
+    results = {"mm": {"float32": {"status": "pass", "samples": 2, "paths": ["library", "native"]},
+                      "grad": {"status": "fallback", "fallback_ops": ["aten::x"]}},
+               "exp": {"float32": {"status": "pass", "samples": 2, "paths": ["compiled"],
+                                   "tolerance": ["opinfo"]},
+                       "grad": {"status": "pass", "samples": 2}}}
+    import report
+    text = report.markdown(results, "cmd")
+    assert "| `mm` | fallback | pass | fallback |" in text
+    assert "| `exp` | compiled | pass\\* | pass |" in text
+    assert "float32 gradients: 2 of 2 OpInfos match the CPU (100.0 %)" in text

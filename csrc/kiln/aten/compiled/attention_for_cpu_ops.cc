@@ -11,7 +11,9 @@
 #include <ATen/ops/gt.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
@@ -25,6 +27,12 @@ namespace kiln::torch_integration::compiled {
 namespace {
 
 constexpr const char* kPrefix = "scaled_dot_product_attention_flash_attention: ";
+
+// Autograd hands the backward an undefined tensor for "no mask".
+std::optional<at::Tensor> defined_mask(const std::optional<at::Tensor>& attn_mask) {
+  if (attn_mask.has_value() && attn_mask->defined()) return attn_mask;
+  return std::nullopt;
+}
 
 void check_operands(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                     double dropout_p, const std::optional<at::Tensor>& attn_mask) {
@@ -64,14 +72,48 @@ double scale_of(const at::Tensor& query, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(3)));
 }
 
+// a @ b over the two leading (batch, head) dims. The CPU's flash kernel calls
+// its gemm once per matrix; bmm would take ATen's small-matrix loop below 400
+// multiply-adds per matrix and round differently, so small products go one
+// matrix at a time through the library mm, larger ones through matmul (whose
+// bmm then runs the same gemm per matrix).
+at::Tensor batched_product(const at::Tensor& a, const at::Tensor& b) {
+  constexpr int64_t kSmallMatrix = 400;
+  if (a.size(-1) * a.size(-2) * b.size(-1) >= kSmallMatrix) return at::matmul(a, b);
+  at::Tensor result = at::empty({a.size(0), a.size(1), a.size(2), b.size(3)}, a.options());
+  for (int64_t batch = 0; batch < a.size(0); ++batch) {
+    for (int64_t head = 0; head < a.size(1); ++head) {
+      at::Tensor slice = result[batch][head];
+      at::mm_out(slice, a[batch][head], b[batch][head]);
+    }
+  }
+  return result;
+}
+
+at::Tensor mask_causal(at::Tensor scores, const at::Tensor& query, const at::Tensor& key,
+                       bool is_causal);
+
 // query @ key^T * scale + mask, with -inf where the causal mask hides a key,
 // in the accumulate dtype: [B, H, L, S].
 at::Tensor masked_scores(const at::Tensor& query, const at::Tensor& key, bool is_causal,
                          const std::optional<at::Tensor>& attn_mask, double scale,
                          c10::ScalarType accumulate) {
-  at::Tensor scores = at::matmul(query.to(accumulate), key.to(accumulate).transpose(-2, -1));
+  at::Tensor scores = batched_product(query.to(accumulate), key.to(accumulate).transpose(-2, -1));
+  if (attn_mask.has_value() && accumulate == at::kFloat) {
+    // The CPU fuses score * scale + mask into one multiply-add, rounded once:
+    // the same in float64, where a product of two floats is exact.
+    const double float_scale = static_cast<float>(scale);
+    at::Tensor fused = at::add(at::mul(scores.to(at::kDouble), float_scale), attn_mask->to(at::kDouble));
+    return mask_causal(fused.to(accumulate), query, key, is_causal);
+  }
   scores.mul_(scale);
   if (attn_mask.has_value()) scores.add_(attn_mask->to(accumulate));
+  return mask_causal(scores, query, key, is_causal);
+}
+
+// -inf where the causal mask hides key j from query i (j > i).
+at::Tensor mask_causal(at::Tensor scores, const at::Tensor& query, const at::Tensor& key,
+                       bool is_causal) {
   if (is_causal) {
     const at::TensorOptions positions = query.options().dtype(at::kLong);
     at::Tensor rows = at::arange(query.size(2), positions).unsqueeze(1);
@@ -114,7 +156,8 @@ at::Tensor heads_inner(const at::Tensor& like, int64_t length, int64_t width,
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, double dropout_p,
-    bool is_causal, const std::optional<at::Tensor>& attn_mask, std::optional<double> scale) {
+    bool is_causal, const std::optional<at::Tensor>& given_mask, std::optional<double> scale) {
+  const std::optional<at::Tensor> attn_mask = defined_mask(given_mask);
   check_operands(query, key, value, dropout_p, attn_mask);
   const c10::ScalarType accumulate = accumulate_type(query);
   at::Tensor output = at::empty_like(query);
@@ -129,9 +172,10 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
   at::Tensor scores = masked_scores(query, key, is_causal, attn_mask, scale_of(query, scale), accumulate);
   Softmax softmax = softmax_statistics(scores);
   // The CPU rounds the probabilities to the input dtype before their product
-  // with value, then divides the float result by the float sums.
+  // with value, then scales the float result by the reciprocal of the sums.
   at::Tensor probabilities = softmax.exponentials.to(query.scalar_type()).to(accumulate);
-  at::Tensor attended = at::div(at::matmul(probabilities, value.to(accumulate)), softmax.sums);
+  at::Tensor attended = at::mul(batched_product(probabilities, value.to(accumulate)),
+                                at::reciprocal(softmax.sums));
   output.copy_(attended);
   logsumexp.copy_(softmax.logsumexp.squeeze(-1));
   return {output, logsumexp};
@@ -140,7 +184,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_for_cpu_backward(
     const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
     const at::Tensor& value, const at::Tensor& out, const at::Tensor& logsumexp, double dropout_p,
-    bool is_causal, const std::optional<at::Tensor>& attn_mask, std::optional<double> scale) {
+    bool is_causal, const std::optional<at::Tensor>& given_mask, std::optional<double> scale) {
+  const std::optional<at::Tensor> attn_mask = defined_mask(given_mask);
   check_operands(query, key, value, dropout_p, attn_mask);
   check_same_device({grad_out, query, out, logsumexp});
   const c10::ScalarType type = query.scalar_type();
@@ -159,12 +204,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_for_cpu_backward(
   // The probabilities again, from the forward's logsumexp.
   at::Tensor probabilities = at::exp(at::sub(scores, logsumexp.to(accumulate).unsqueeze(-1)));
   at::Tensor grad = grad_out.to(accumulate);
-  at::Tensor grad_probabilities = at::matmul(grad, value.to(accumulate).transpose(-2, -1));
+  at::Tensor grad_probabilities = batched_product(grad, value.to(accumulate).transpose(-2, -1));
   at::Tensor row_dot = at::sum(at::mul(grad, out.to(accumulate)), {-1}, /*keepdim=*/true);
   at::Tensor grad_scores = at::mul(probabilities, at::sub(grad_probabilities, row_dot));
-  grad_value.copy_(at::matmul(probabilities.transpose(-2, -1), grad));
-  grad_query.copy_(at::matmul(grad_scores, key.to(accumulate)).mul_(scaling));
-  grad_key.copy_(at::matmul(grad_scores.transpose(-2, -1), query.to(accumulate)).mul_(scaling));
+  grad_value.copy_(batched_product(probabilities.transpose(-2, -1), grad));
+  grad_query.copy_(batched_product(grad_scores, key.to(accumulate)).mul_(scaling));
+  grad_key.copy_(batched_product(grad_scores.transpose(-2, -1), query.to(accumulate)).mul_(scaling));
   return {grad_query, grad_key, grad_value};
 }
 

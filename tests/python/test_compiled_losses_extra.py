@@ -136,3 +136,46 @@ def test_robust_regression_errors_and_out():
                                 0, 1.0, message="integer backward"))
     check(torch.ops.aten.huber_loss_backward, x.long(), x.long(), y.long(), 0, 1.0,
           message="huber backward refuses integers")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_multi_margin_loss_forward_and_backward(dtype, p, reduction):
+    x = make((5, 7), dtype)
+    target = torch.tensor([0, 6, 3, 3, 1])
+    weight = make((7,), dtype, low=0.1, high=2.0)
+    grad_output = make((5,) if reduction == "none" else (), dtype)
+
+    def forward_backward(a, t, w, g):
+        a = a.clone().requires_grad_()
+        loss = F.multi_margin_loss(a, t, p=p, margin=0.8, weight=w, reduction=reduction)
+        loss.backward(g)
+        return loss, a.grad
+
+    for w in (weight, None):
+        compiled_only(lambda: check(forward_backward, x, target, w, grad_output))
+    compiled_only(lambda: check(forward_backward, x.t().contiguous().t(), target, weight, grad_output,
+                                message="non-contiguous"))
+    one = make((7,), dtype)
+    compiled_only(lambda: check(F.multi_margin_loss, one, torch.tensor([2]), reduction=reduction,
+                                message="1-D input"))
+    compiled_only(lambda: check(F.multi_margin_loss, one, torch.tensor(2), reduction=reduction,
+                                message="0-dim target"))
+
+
+def test_multi_margin_loss_errors():
+    x, target = make((3, 4), torch.float32), torch.tensor([0, 3, 1])
+    loss = torch.ops.aten.multi_margin_loss
+    check(loss, x, target, 3, message="p == 3")
+    check(loss, x.half(), target, message="half")
+    check(loss, x.long(), target, message="integers")
+    check(loss, x, target.int(), message="int32 target")
+    check(loss, x, target[:2], message="target size")
+    check(loss, x, target, 1, 1.0, torch.ones(3), message="weight size")
+    check(loss, x, target, 1, 1.0, torch.ones(4).double(), message="weight dtype")
+    check(loss, x[:, :0], target, message="no classes")
+    for bad in ([0, 4, 1], [0, -1, 1]):
+        with pytest.raises(RuntimeError, match="target out of range"):
+            loss(x.to("kiln"), torch.tensor(bad).to("kiln"))
+            torch.kiln.synchronize()

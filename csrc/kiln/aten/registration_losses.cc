@@ -1,5 +1,5 @@
 // The registration table of the loss, distance and statistics family
-// (kernels in compiled/): binary cross entropy, smooth l1 and huber losses,
+// (kernels in compiled/): binary cross entropy, smooth l1, huber and multi margin losses,
 // equal and dot (what cov, corrcoef and the chunked linear cross entropy use),
 // cdist and pdist, and the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
@@ -7,6 +7,7 @@
 #include "kiln/aten/compiled/attention_for_cpu_ops.h"
 #include "kiln/aten/compiled/classification_loss_ops.h"
 #include "kiln/aten/compiled/distance_ops.h"
+#include "kiln/aten/compiled/margin_loss_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
 #include "kiln/aten/compiled/vector_reduction_ops.h"
 
@@ -25,6 +26,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("huber_loss", TORCH_FN(compiled::huber_loss));
   m.impl("huber_loss.out", TORCH_FN(compiled::huber_loss_out));
   m.impl("huber_loss_backward.out", TORCH_FN(compiled::huber_loss_backward_out));
+
+  m.impl("multi_margin_loss", TORCH_FN(compiled::multi_margin_loss));
+  m.impl("multi_margin_loss.out", TORCH_FN(compiled::multi_margin_loss_out));
+  m.impl("multi_margin_loss_backward", TORCH_FN(compiled::multi_margin_loss_backward));
+  m.impl("multi_margin_loss_backward.grad_input", TORCH_FN(compiled::multi_margin_loss_backward_out));
 
   m.impl("equal", TORCH_FN(compiled::equal));
   m.impl("dot", TORCH_FN(compiled::dot));

@@ -179,3 +179,53 @@ def test_multi_margin_loss_errors():
         with pytest.raises(RuntimeError, match="target out of range"):
             loss(x.to("kiln"), torch.tensor(bad).to("kiln"))
             torch.kiln.synchronize()
+
+
+def multilabel_targets(samples, classes):
+    # Target rows: some classes, then -1 ends the list (entries after it are
+    # ignored); one row with no targets, one with every class.
+    rows = []
+    for sample in range(samples):
+        count = sample % (classes + 1)
+        row = list(torch.randperm(classes)[:count].tolist()) + [-1] * (classes - count)
+        if count < classes - 1:
+            row[count + 1] = sample % classes  # after the -1: ignored
+        rows.append(row)
+    return torch.tensor(rows)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_multilabel_margin_loss_forward_and_backward(dtype, reduction):
+    x = make((7, 6), dtype)
+    target = multilabel_targets(7, 6)
+    grad_output = make((7,) if reduction == "none" else (), dtype)
+
+    def forward_backward(a, t, g):
+        a = a.clone().requires_grad_()
+        loss = F.multilabel_margin_loss(a, t, reduction=reduction)
+        loss.backward(g)
+        return loss, a.grad
+
+    compiled_only(lambda: check(forward_backward, x, target, grad_output))
+    compiled_only(lambda: check(torch.ops.aten.multilabel_margin_loss_forward, x, target,
+                                ["none", "mean", "sum"].index(reduction), message="is_target"))
+    compiled_only(lambda: check(forward_backward, x.t().contiguous().t(), target, grad_output,
+                                message="non-contiguous"))
+    compiled_only(lambda: check(F.multilabel_margin_loss, x[0], target[5], reduction=reduction,
+                                message="1-D"))
+
+
+def test_multilabel_margin_loss_errors():
+    x, target = make((3, 4), torch.float32), multilabel_targets(3, 4)
+    loss = torch.ops.aten.multilabel_margin_loss_forward
+    check(loss, x.half(), target, 1, message="half")
+    check(loss, x, target.int(), 1, message="int32 target")
+    check(loss, x, target[:2], 1, message="target size")
+    check(loss, x[:, :0], target[:, :0], 1, message="no classes")
+    for bad in (4, -2):
+        wrong = target.clone()
+        wrong[1, 0] = bad
+        with pytest.raises(RuntimeError, match="'target' is out of range"):
+            loss(x.to("kiln"), wrong.to("kiln"), 1)
+            torch.kiln.synchronize()

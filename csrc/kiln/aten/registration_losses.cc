@@ -1,5 +1,6 @@
 // The registration table of the loss, distance and statistics family
-// (kernels in compiled/): binary cross entropy, smooth l1, huber and multi margin losses,
+// (kernels in compiled/): binary cross entropy, smooth l1, huber, multi margin and
+// multilabel margin losses,
 // equal and dot (what cov, corrcoef and the chunked linear cross entropy use),
 // cdist and pdist, and the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
@@ -8,6 +9,7 @@
 #include "kiln/aten/compiled/classification_loss_ops.h"
 #include "kiln/aten/compiled/distance_ops.h"
 #include "kiln/aten/compiled/margin_loss_ops.h"
+#include "kiln/aten/compiled/multilabel_margin_loss_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
 #include "kiln/aten/compiled/vector_reduction_ops.h"
 
@@ -31,6 +33,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multi_margin_loss.out", TORCH_FN(compiled::multi_margin_loss_out));
   m.impl("multi_margin_loss_backward", TORCH_FN(compiled::multi_margin_loss_backward));
   m.impl("multi_margin_loss_backward.grad_input", TORCH_FN(compiled::multi_margin_loss_backward_out));
+  m.impl("multilabel_margin_loss_forward", TORCH_FN(compiled::multilabel_margin_loss_forward));
+  m.impl("multilabel_margin_loss_forward.output", TORCH_FN(compiled::multilabel_margin_loss_forward_out));
+  m.impl("multilabel_margin_loss_backward", TORCH_FN(compiled::multilabel_margin_loss_backward));
+  m.impl("multilabel_margin_loss_backward.grad_input",
+         TORCH_FN(compiled::multilabel_margin_loss_backward_out));
 
   m.impl("equal", TORCH_FN(compiled::equal));
   m.impl("dot", TORCH_FN(compiled::dot));

@@ -131,3 +131,23 @@ def test_pdist_edges_and_errors():
     check(torch.nn.functional.pdist, x, p=-1.0, message="negative p")
     check(torch.ops.aten._pdist_forward, x.t(), 2.0, message="non-contiguous")
     check(torch.nn.functional.pdist, x[0], message="1-D")
+
+
+@pytest.mark.parametrize("dtype", ALL + [torch.uint8, torch.int8])
+def test_hash_tensor(dtype):
+    for layout, x in variants((5, 7), dtype):
+        if x.numel() == 0:
+            check(torch.hash_tensor, x, message=layout + " needs a dim")
+            check(torch.hash_tensor, x, dim=1, message=layout)
+            continue
+        compiled_only(lambda: check(torch.hash_tensor, x, message=layout))
+        for dims in ([0], [-1], [0, 1]):
+            if x.dim() == 2:
+                compiled_only(lambda: check(torch.hash_tensor, x, dim=dims, keepdim=True,
+                                            message=f"{layout} {dims}"))
+                compiled_only(lambda: check(torch.hash_tensor, x, dim=dims, message=f"{layout} {dims}"))
+    x = make((3, 5, 2), dtype)
+    compiled_only(lambda: check(torch.hash_tensor, x, dim=[0, 2], message="outer dims"))
+    compiled_only(lambda: check(lambda t: torch.hash_tensor(t, dim=1, out=torch.empty(0, dtype=torch.uint64, device=t.device)),
+                                x, message="out="))
+    check(torch.hash_tensor, x, mode=1, message="unknown mode")

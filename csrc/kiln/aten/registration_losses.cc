@@ -2,12 +2,13 @@
 // (kernels in compiled/): binary cross entropy, smooth l1, huber, multi margin and
 // multilabel margin losses,
 // equal and dot (what cov, corrcoef and the chunked linear cross entropy use),
-// cdist and pdist, and the flash attention for cpu that scaled_dot_product_attention picks.
+// hash_tensor, cdist and pdist, and the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/attention_for_cpu_ops.h"
 #include "kiln/aten/compiled/classification_loss_ops.h"
 #include "kiln/aten/compiled/distance_ops.h"
+#include "kiln/aten/compiled/hash_ops.h"
 #include "kiln/aten/compiled/margin_loss_ops.h"
 #include "kiln/aten/compiled/multilabel_margin_loss_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
@@ -42,6 +43,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("equal", TORCH_FN(compiled::equal));
   m.impl("dot", TORCH_FN(compiled::dot));
   m.impl("dot.out", TORCH_FN(compiled::dot_out));
+  m.impl("hash_tensor", TORCH_FN(compiled::hash_tensor));
+  m.impl("hash_tensor.out", TORCH_FN(compiled::hash_tensor_out));
 
   m.impl("_cdist_forward", TORCH_FN(compiled::cdist_forward));
   m.impl("_cdist_backward", TORCH_FN(compiled::cdist_backward));

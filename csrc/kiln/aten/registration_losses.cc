@@ -1,8 +1,8 @@
-// The registration table of the loss, distance and statistics family
-// (kernels in compiled/): binary cross entropy, smooth l1, huber, multi margin and
-// multilabel margin losses,
-// equal and dot (what cov, corrcoef and the chunked linear cross entropy use),
-// hash_tensor, cdist and pdist, and the flash attention for cpu that scaled_dot_product_attention picks.
+// The registration table of the losses, distances and statistics family
+// (kernels in compiled/): binary cross entropy, smooth l1, huber, multi margin
+// and multilabel margin losses; equal and dot (what cov, corrcoef and the
+// chunked linear cross entropy reach); hash_tensor; cdist and pdist; the
+// flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/attention_for_cpu_ops.h"

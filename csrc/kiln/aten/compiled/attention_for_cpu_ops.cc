@@ -97,11 +97,12 @@ at::Tensor mask_causal(at::Tensor scores, const at::Tensor& query, const at::Ten
 // in the accumulate dtype: [B, H, L, S].
 at::Tensor masked_scores(const at::Tensor& query, const at::Tensor& key, bool is_causal,
                          const std::optional<at::Tensor>& attn_mask, double scale,
-                         c10::ScalarType accumulate) {
+                         c10::ScalarType accumulate, bool fused_mask) {
   at::Tensor scores = batched_product(query.to(accumulate), key.to(accumulate).transpose(-2, -1));
-  if (attn_mask.has_value() && accumulate == at::kFloat) {
-    // The CPU fuses score * scale + mask into one multiply-add, rounded once:
-    // the same in float64, where a product of two floats is exact.
+  if (fused_mask && attn_mask.has_value() && accumulate == at::kFloat) {
+    // The CPU's forward fuses score * scale + mask into one multiply-add,
+    // rounded once: the same in float64, where a product of two floats is
+    // exact. (Its backward multiplies, then adds.)
     const double float_scale = static_cast<float>(scale);
     at::Tensor fused = at::add(at::mul(scores.to(at::kDouble), float_scale), attn_mask->to(at::kDouble));
     return mask_causal(fused.to(accumulate), query, key, is_causal);
@@ -169,7 +170,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
     logsumexp.zero_();
     return {output, logsumexp};
   }
-  at::Tensor scores = masked_scores(query, key, is_causal, attn_mask, scale_of(query, scale), accumulate);
+  at::Tensor scores =
+      masked_scores(query, key, is_causal, attn_mask, scale_of(query, scale), accumulate, true);
   Softmax softmax = softmax_statistics(scores);
   // The CPU rounds the probabilities to the input dtype before their product
   // with value, then scales the float result by the reciprocal of the sums.
@@ -200,7 +202,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_for_cpu_backward(
     return {grad_query, grad_key, grad_value};
   }
   const double scaling = scale_of(query, scale);
-  at::Tensor scores = masked_scores(query, key, is_causal, attn_mask, scaling, accumulate);
+  at::Tensor scores = masked_scores(query, key, is_causal, attn_mask, scaling, accumulate, false);
   // The probabilities again, from the forward's logsumexp.
   at::Tensor probabilities = at::exp(at::sub(scores, logsumexp.to(accumulate).unsqueeze(-1)));
   at::Tensor grad = grad_out.to(accumulate);

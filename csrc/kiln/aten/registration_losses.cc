@@ -1,12 +1,13 @@
 // The registration table of the losses, distances and statistics family
 // (kernels in compiled/): binary cross entropy, smooth l1, huber, multi margin
-// and multilabel margin losses; equal and dot (what cov, corrcoef and the
+// and multilabel margin losses, ctc loss; equal and dot (what cov, corrcoef and the
 // chunked linear cross entropy reach); hash_tensor; cdist and pdist; the
 // flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/attention_for_cpu_ops.h"
 #include "kiln/aten/compiled/classification_loss_ops.h"
+#include "kiln/aten/compiled/ctc_loss_ops.h"
 #include "kiln/aten/compiled/distance_ops.h"
 #include "kiln/aten/compiled/hash_ops.h"
 #include "kiln/aten/compiled/margin_loss_ops.h"
@@ -39,6 +40,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multilabel_margin_loss_backward", TORCH_FN(compiled::multilabel_margin_loss_backward));
   m.impl("multilabel_margin_loss_backward.grad_input",
          TORCH_FN(compiled::multilabel_margin_loss_backward_out));
+  m.impl("_ctc_loss", TORCH_FN(compiled::ctc_loss));
+  m.impl("_ctc_loss_backward", TORCH_FN(compiled::ctc_loss_backward));
 
   m.impl("equal", TORCH_FN(compiled::equal));
   m.impl("dot", TORCH_FN(compiled::dot));

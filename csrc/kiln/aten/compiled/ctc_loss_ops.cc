@@ -1,6 +1,5 @@
 #include "kiln/aten/compiled/ctc_loss_ops.h"
 
-#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/gather.h>
@@ -15,7 +14,6 @@
 
 #include "kiln/aten/compiled/elementwise.h"
 #include "kiln/aten/compiled/pointwise_support.h"
-#include "kiln/aten/compiled/reduction.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {

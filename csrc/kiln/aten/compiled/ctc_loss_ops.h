@@ -8,8 +8,9 @@
 // the up to three predecessors plus log_probs at l'(s); the loss is minus the
 // log-sum-exp of the last two alphas at each sample's input length. The
 // backward runs log_beta the same way backward in time, collects log(sum of
-// alpha * beta) per class with two compiled reductions (maximum, then the
-// shifted sum) and forms exp(lp) - exp(collected + nll - lp), times grad;
+// alpha * beta) per class one state at a time in the CPU's order (one
+// pointwise kernel per state) and forms exp(lp) - exp(collected + nll - lp),
+// times grad;
 // zero past a sample's input length, and for an infinite loss with
 // zero_infinity. Lengths are host lists, so every check is the CPU's, before
 // anything is queued. Entries of log_alpha the CPU leaves unwritten (past the

@@ -1,8 +1,8 @@
 // The registration table of the losses, distances and statistics family
-// (kernels in compiled/): binary cross entropy, smooth l1, huber, multi margin
-// and multilabel margin losses, ctc loss; equal and dot (what cov, corrcoef and the
-// chunked linear cross entropy reach); hash_tensor; cdist and pdist; the
-// flash attention for cpu that scaled_dot_product_attention picks.
+// (kernels in compiled/): binary cross entropy, smooth l1, huber, multi
+// margin, multilabel margin and ctc losses; equal and dot (what cov, corrcoef
+// and the chunked linear cross entropy reach); hash_tensor; cdist and pdist;
+// the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/attention_for_cpu_ops.h"

@@ -229,3 +229,20 @@ def test_multilabel_margin_loss_errors():
         with pytest.raises(RuntimeError, match="'target' is out of range"):
             loss(x.to("kiln"), wrong.to("kiln"), 1)
             torch.kiln.synchronize()
+
+
+@pytest.mark.parametrize("loss", ["huber_loss", "smooth_l1_loss"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_robust_regression_half_types_round_as_the_cpu(loss, dtype):
+    # Each CPU kernel either rounds every step or computes in float: the
+    # elementwise results must agree bit for bit.
+    x, y = make((1000,), dtype, low=-60.0, high=60.0), make((1000,), dtype, low=-60.0, high=60.0)
+    grad = make((1000,), dtype)
+    forward = getattr(torch.ops.aten, loss)
+    backward = getattr(torch.ops.aten, loss + "_backward")
+    expected = forward(x, y, 0, 1.5)
+    actual = compiled_only(lambda: forward(x.to("kiln"), y.to("kiln"), 0, 1.5)).cpu()
+    assert torch.equal(actual, expected)
+    expected = backward(grad, x, y, 0, 1.5)
+    actual = compiled_only(lambda: backward(grad.to("kiln"), x.to("kiln"), y.to("kiln"), 0, 1.5)).cpu()
+    assert torch.equal(actual, expected)

@@ -39,13 +39,19 @@ struct Rounding {
   DType math_dtype() const { return per_step ? ir::compute_dtype(context.common) : DType::kFloat32; }
 };
 
-bool computes_in_float(Loss loss, c10::ScalarType type) {
-  return loss == Loss::kSmoothL1 && type == c10::kBFloat16;
+// Which half-type kernels the CPU computes wholly in float (found by
+// comparing its results bit for bit): smooth_l1's bfloat16 forward and both
+// half types' backward, huber's float16 forward. The others round each step.
+bool computes_in_float(Loss loss, c10::ScalarType type, bool backward) {
+  if (loss == Loss::kSmoothL1) {
+    return backward ? (type == c10::kHalf || type == c10::kBFloat16) : type == c10::kBFloat16;
+  }
+  return !backward && type == c10::kHalf;
 }
 
 // The threshold (beta or delta) as the CPU's kernel holds it.
-c10::Scalar threshold_scalar(Loss loss, double value, c10::ScalarType type) {
-  return computes_in_float(loss, type) ? scalar_as(value, c10::kFloat) : scalar_as(value, type);
+c10::Scalar threshold_scalar(double value, c10::ScalarType type, bool in_float) {
+  return in_float ? scalar_as(value, c10::kFloat) : scalar_as(value, type);
 }
 
 // Scalars: 0 the threshold. smooth_l1: |x| < beta ? 0.5 x^2 / beta : |x| - 0.5 beta;
@@ -106,10 +112,10 @@ PointwiseBody backward_body(Loss loss, bool per_step) {
 void launch_forward(const char* op_name, Loss loss, at::TensorIteratorBase& iter, double threshold) {
   const c10::ScalarType type = dispatch_dtype(iter);
   check_dispatch_dtype(loss == Loss::kSmoothL1 ? "smooth_l1_cpu" : "huber_cpu", type, kFloatingTypes);
-  const bool per_step = !computes_in_float(loss, type);
-  const c10::Scalar scalars[] = {threshold_scalar(loss, threshold, type)};
+  const bool per_step = !computes_in_float(loss, type, /*backward=*/false);
+  const c10::Scalar scalars[] = {threshold_scalar(threshold, type, !per_step)};
   const char* key = loss == Loss::kSmoothL1 ? (per_step ? "smooth_l1_loss" : "smooth_l1_loss_float")
-                                            : "huber_loss";
+                                            : (per_step ? "huber_loss" : "huber_loss_float");
   launch_pointwise(op_name, key, iter, scalars, forward_body(loss, per_step));
 }
 
@@ -163,9 +169,9 @@ at::Tensor& run_backward(const char* op_name, Loss loss, const at::Tensor& grad_
   } else {
     check_dispatch_dtype("huber_backward_cpu_out", type, kFloatingTypes);
   }
-  const bool per_step = !computes_in_float(loss, type);
+  const bool per_step = !computes_in_float(loss, type, /*backward=*/true);
   const c10::Scalar norm_scalar = per_step ? scalar_as(norm, type) : scalar_as(norm, c10::kFloat);
-  const c10::Scalar scalars[] = {threshold_scalar(loss, threshold, type), norm_scalar};
+  const c10::Scalar scalars[] = {threshold_scalar(threshold, type, !per_step), norm_scalar};
   const char* key = loss == Loss::kSmoothL1
                         ? (per_step ? "smooth_l1_loss_backward" : "smooth_l1_loss_backward_float")
                         : "huber_loss_backward";

@@ -5,8 +5,8 @@
 // broadcast operands (smooth_l1 through its structured meta function, huber
 // through a binary TensorIterator), then the compiled mean or sum; the
 // backward is one pointwise kernel with norm = 1 / numel for a mean. Half
-// types round every step as the CPU's Vectorized<Half> arithmetic does,
-// except bfloat16 smooth_l1, which the CPU computes wholly in float.
+// types round every step or compute wholly in float, kernel by kernel, as the
+// CPU's do (see computes_in_float).
 // smooth_l1 with beta == 0 is the l1 loss; its backward then is
 // sign(input - target) * norm, as the CPU's.
 #pragma once

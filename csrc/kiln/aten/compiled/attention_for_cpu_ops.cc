@@ -76,10 +76,14 @@ double scale_of(const at::Tensor& query, std::optional<double> scale) {
 // its gemm once per matrix; bmm would take ATen's small-matrix loop below 400
 // multiply-adds per matrix and round differently, so small products go one
 // matrix at a time through the library mm, larger ones through matmul (whose
-// bmm then runs the same gemm per matrix).
+// bmm then runs the same gemm per matrix). Past a few hundred matrices the
+// per-matrix launches would cost more than the rounding is worth.
 at::Tensor batched_product(const at::Tensor& a, const at::Tensor& b) {
   constexpr int64_t kSmallMatrix = 400;
-  if (a.size(-1) * a.size(-2) * b.size(-1) >= kSmallMatrix) return at::matmul(a, b);
+  constexpr int64_t kMostMatrices = 256;
+  if (a.size(-1) * a.size(-2) * b.size(-1) >= kSmallMatrix || a.size(0) * a.size(1) > kMostMatrices) {
+    return at::matmul(a, b);
+  }
   at::Tensor result = at::empty({a.size(0), a.size(1), a.size(2), b.size(3)}, a.options());
   for (int64_t batch = 0; batch < a.size(0); ++batch) {
     for (int64_t head = 0; head < a.size(1); ++head) {

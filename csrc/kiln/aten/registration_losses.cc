@@ -1,7 +1,7 @@
 // The registration table of the losses, distances and statistics family
 // (kernels in compiled/): binary cross entropy, smooth l1, huber, multi
-// margin, multilabel margin and ctc losses; equal and dot (what cov, corrcoef
-// and the chunked linear cross entropy reach); hash_tensor; cdist and pdist;
+// margin, multilabel margin and ctc losses; equal (what cov and corrcoef
+// reach); hash_tensor; cdist and pdist;
 // the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
@@ -44,8 +44,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_ctc_loss_backward", TORCH_FN(compiled::ctc_loss_backward));
 
   m.impl("equal", TORCH_FN(compiled::equal));
-  m.impl("dot", TORCH_FN(compiled::dot));
-  m.impl("dot.out", TORCH_FN(compiled::dot_out));
   m.impl("hash_tensor", TORCH_FN(compiled::hash_tensor));
   m.impl("hash_tensor.out", TORCH_FN(compiled::hash_tensor_out));
 

@@ -1,5 +1,6 @@
-"""Compiled sort, argsort and msort (stable merge sort row kernels),
-differentially against the CPU: exact values and indices, NaN order, ties."""
+"""Compiled sort, argsort and msort (row kernels: a stable merge sort, and the
+CPU's std::sort order for stable=False), differentially against the CPU:
+exact values and indices, NaN order, ties."""
 import pytest
 import torch
 
@@ -42,6 +43,14 @@ def test_sort_long_rows_and_out():
     integers = make((1000, 3), torch.int64, low=-3, high=3)
     compiled_only(lambda: check(torch.sort, integers, dim=0, stable=True))
     check(torch.msort, make((7, 4), torch.float64))
+    # stable=False reproduces the CPU's std::sort order among ties.
+    for dtype in (torch.float16, torch.bool, torch.int64, torch.float32):
+        ties = with_ties_and_nans(make((2, 3000), dtype, low=-3, high=3))
+        for descending in (False, True):
+            compiled_only(lambda: check(torch.sort, ties, dim=1, descending=descending,
+                                        message=f"unstable {dtype}"))
+    # A row read with stride 0 keeps its input order.
+    compiled_only(lambda: check(lambda a: torch.sort(a.expand(3, 40), dim=1), torch.ones(1, 1)))
 
     def sort_out(a):
         values = torch.empty(0, dtype=a.dtype, device=a.device)

@@ -4,10 +4,9 @@
 // Registered in aten/registration_sorting.cc.
 //
 // The CPU's order is matched exactly: NaN sorts as the largest value
-// (descending puts it first) and ties keep their input order. stable=False
-// is served by the stable sort too: for the rows the CPU sorts by insertion
-// (up to 16 elements) the orders agree; for longer rows with ties the CPU's
-// tie order is unspecified.
+// (descending puts it first); stable=True keeps ties in input order, and
+// stable=False reproduces the order of the CPU's std::sort among ties
+// (cpu_order_source.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -25,7 +24,7 @@ std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self, std
 
 // Sorts the rows of `self` along `dim` (wrapped) into `values` and `indices`
 // (already sized like self). Shared with the ops built on a full sort.
-void sort_into(const char* op_name, const at::Tensor& self, int64_t dim, bool descending,
+void sort_into(const char* op_name, const at::Tensor& self, int64_t dim, bool descending, bool stable,
                const at::Tensor& values, const at::Tensor& indices);
 
 }  // namespace kiln::torch_integration::compiled

@@ -1,6 +1,8 @@
 // The stable merge sort and the sort kernel, as C text (see sort_source.h).
 #include "kiln/aten/compiled/sort_source.h"
 
+#include "kiln/aten/compiled/cpu_order_source.h"
+
 namespace kiln::torch_integration::compiled {
 namespace {
 
@@ -96,6 +98,32 @@ static void kiln_row(const kiln_launch_args* args, char* const* rows, const int6
 }
 )KILN";
   return replace_all(text, "SORT", descending ? "value_sort_descending" : "value_sort_ascending");
+}
+
+std::string unstable_sort_row_source(bool descending) {
+  // A row read with stride 0 is left in input order, as the CPU does (it
+  // fills the indices and skips the sort).
+  std::string text = cpu_order_pair_source("value") +
+                     cpu_order_source("value", "unstable",
+                                      descending ? "value_before_descending(a, b)"
+                                                 : "value_before_ascending(a, b)");
+  text += R"KILN(
+static void kiln_row(const kiln_launch_args* args, char* const* rows, const int64_t* steps,
+                     const int64_t* lengths, void* scratch) {
+  const int64_t n = lengths[0];
+  const value_t* input = (const value_t*)rows[0];
+  value_t* values = (value_t*)rows[1];
+  int64_t* sorted_indices = (int64_t*)rows[2];
+  value_pair* pairs = (value_pair*)scratch;
+  for (int64_t i = 0; i < n; ++i) { pairs[i].key = value_load(input[i * steps[0]]); pairs[i].index = i; }
+  if (steps[0] != 0) unstable_sort(pairs, n);
+  for (int64_t i = 0; i < n; ++i) {
+    values[i * steps[1]] = value_store(pairs[i].key);
+    sorted_indices[i * steps[2]] = pairs[i].index;
+  }
+}
+)KILN";
+  return text;
 }
 
 }  // namespace kiln::torch_integration::compiled

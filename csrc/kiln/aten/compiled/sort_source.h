@@ -24,5 +24,7 @@ std::string stable_sort_source(std::string_view prefix);
 
 // kiln_row for sort.values_stable: operands (self, values, indices).
 std::string sort_row_source(bool descending);
+// The same with the CPU's unstable order (std::sort, cpu_order_source.h).
+std::string unstable_sort_row_source(bool descending);
 
 }  // namespace kiln::torch_integration::compiled

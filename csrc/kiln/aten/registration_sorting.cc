@@ -4,6 +4,7 @@
 // decompose into these, so autograd keeps working through them.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/selection_ops.h"
 #include "kiln/aten/compiled/sort_ops.h"
 
 namespace kiln::torch_integration {
@@ -11,6 +12,17 @@ namespace kiln::torch_integration {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sort.stable", TORCH_FN(compiled::sort_stable));
   m.impl("sort.values_stable", TORCH_FN(compiled::sort_stable_out));
+
+  // Selection.
+  m.impl("topk", TORCH_FN(compiled::topk));
+  m.impl("topk.values", TORCH_FN(compiled::topk_out));
+  m.impl("kthvalue.values", TORCH_FN(compiled::kthvalue_out));
+  m.impl("median", TORCH_FN(compiled::median));
+  m.impl("median.dim_values", TORCH_FN(compiled::median_dim_out));
+  m.impl("nanmedian", TORCH_FN(compiled::nanmedian));
+  m.impl("nanmedian.dim_values", TORCH_FN(compiled::nanmedian_dim_out));
+  m.impl("mode", TORCH_FN(compiled::mode));
+  m.impl("mode.values", TORCH_FN(compiled::mode_out));
 }
 
 }  // namespace kiln::torch_integration

@@ -6,7 +6,7 @@ namespace {
 
 // NAME, PAIR and LESS are substituted. Positions are offsets into `p`.
 const char* kCpuOrder = R"KILN(
-static inline int NAME_less(PAIR_compute a, PAIR_compute b) { return LESS; }
+static inline int NAME_less(PAIR_pair a, PAIR_pair b) { return LESS; }
 static inline void NAME_swap(PAIR_pair* p, int64_t i, int64_t j) {
   PAIR_pair t = p[i]; p[i] = p[j]; p[j] = t;
 }
@@ -15,13 +15,13 @@ static inline void NAME_swap(PAIR_pair* p, int64_t i, int64_t j) {
 static void NAME_linear_insert(PAIR_pair* p, int64_t last) {
   PAIR_pair value = p[last];
   int64_t next = last - 1;
-  while (NAME_less(value.key, p[next].key)) { p[last] = p[next]; last = next; --next; }
+  while (NAME_less(value, p[next])) { p[last] = p[next]; last = next; --next; }
   p[last] = value;
 }
 static void NAME_insertion_sort(PAIR_pair* p, int64_t first, int64_t last) {
   if (first == last) return;
   for (int64_t i = first + 1; i < last; ++i) {
-    if (NAME_less(p[i].key, p[first].key)) {
+    if (NAME_less(p[i], p[first])) {
       PAIR_pair value = p[i];
       for (int64_t j = i; j > first; --j) p[j] = p[j - 1];
       p[first] = value;
@@ -31,19 +31,19 @@ static void NAME_insertion_sort(PAIR_pair* p, int64_t first, int64_t last) {
   }
 }
 static void NAME_median_to_first(PAIR_pair* p, int64_t result, int64_t a, int64_t b, int64_t c) {
-  if (NAME_less(p[a].key, p[b].key)) {
-    if (NAME_less(p[b].key, p[c].key)) NAME_swap(p, result, b);
-    else if (NAME_less(p[a].key, p[c].key)) NAME_swap(p, result, c);
+  if (NAME_less(p[a], p[b])) {
+    if (NAME_less(p[b], p[c])) NAME_swap(p, result, b);
+    else if (NAME_less(p[a], p[c])) NAME_swap(p, result, c);
     else NAME_swap(p, result, a);
-  } else if (NAME_less(p[a].key, p[c].key)) NAME_swap(p, result, a);
-  else if (NAME_less(p[b].key, p[c].key)) NAME_swap(p, result, c);
+  } else if (NAME_less(p[a], p[c])) NAME_swap(p, result, a);
+  else if (NAME_less(p[b], p[c])) NAME_swap(p, result, c);
   else NAME_swap(p, result, b);
 }
 static int64_t NAME_partition(PAIR_pair* p, int64_t first, int64_t last, int64_t pivot) {
   for (;;) {
-    while (NAME_less(p[first].key, p[pivot].key)) ++first;
+    while (NAME_less(p[first], p[pivot])) ++first;
     --last;
-    while (NAME_less(p[pivot].key, p[last].key)) --last;
+    while (NAME_less(p[pivot], p[last])) --last;
     if (!(first < last)) return first;
     NAME_swap(p, first, last);
     ++first;
@@ -60,7 +60,7 @@ static void NAME_adjust_heap(PAIR_pair* p, int64_t first, int64_t hole, int64_t 
   int64_t child = hole;
   while (child < (length - 1) / 2) {
     child = 2 * (child + 1);
-    if (NAME_less(p[first + child].key, p[first + child - 1].key)) --child;
+    if (NAME_less(p[first + child], p[first + child - 1])) --child;
     p[first + hole] = p[first + child];
     hole = child;
   }
@@ -70,7 +70,7 @@ static void NAME_adjust_heap(PAIR_pair* p, int64_t first, int64_t hole, int64_t 
     hole = child - 1;
   }
   int64_t parent = (hole - 1) / 2;
-  while (hole > top && NAME_less(p[first + parent].key, value.key)) {
+  while (hole > top && NAME_less(p[first + parent], value)) {
     p[first + hole] = p[first + parent];
     hole = parent;
     parent = (hole - 1) / 2;
@@ -93,7 +93,7 @@ static void NAME_pop_heap(PAIR_pair* p, int64_t first, int64_t last, int64_t res
 static void NAME_heap_select(PAIR_pair* p, int64_t first, int64_t middle, int64_t last) {
   NAME_make_heap(p, first, middle);
   for (int64_t i = middle; i < last; ++i) {
-    if (NAME_less(p[i].key, p[first].key)) NAME_pop_heap(p, first, middle, i);
+    if (NAME_less(p[i], p[first])) NAME_pop_heap(p, first, middle, i);
   }
 }
 static void NAME_sort_heap(PAIR_pair* p, int64_t first, int64_t last) {

@@ -16,8 +16,8 @@
 namespace kiln::torch_integration::compiled {
 
 // For the pair type `<prefix>_pair` { <prefix>_compute key; int64_t index; }
-// and a comparison `less` (a C expression of `a` and `b`, two
-// <prefix>_compute keys, true when a goes strictly before b), the functions
+// and a comparison `less` (a C expression of `a` and `b`, two pairs, true
+// when a goes strictly before b), the functions
 //   <name>_sort(pairs, n)                   std::sort
 //   <name>_nth_element(pairs, nth, n)       std::nth_element
 //   <name>_partial_sort(pairs, middle, n)   std::partial_sort

@@ -105,8 +105,8 @@ std::string unstable_sort_row_source(bool descending) {
   // fills the indices and skips the sort).
   std::string text = cpu_order_pair_source("value") +
                      cpu_order_source("value", "unstable",
-                                      descending ? "value_before_descending(a, b)"
-                                                 : "value_before_ascending(a, b)");
+                                      descending ? "value_before_descending(a.key, b.key)"
+                                                 : "value_before_ascending(a.key, b.key)");
   text += R"KILN(
 static void kiln_row(const kiln_launch_args* args, char* const* rows, const int64_t* steps,
                      const int64_t* lengths, void* scratch) {

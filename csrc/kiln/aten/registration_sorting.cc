@@ -4,6 +4,7 @@
 // decompose into these, so autograd keeps working through them.
 #include <torch/library.h>
 
+#include "kiln/aten/compiled/cumulative_ops.h"
 #include "kiln/aten/compiled/selection_ops.h"
 #include "kiln/aten/compiled/sort_ops.h"
 
@@ -23,6 +24,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nanmedian.dim_values", TORCH_FN(compiled::nanmedian_dim_out));
   m.impl("mode", TORCH_FN(compiled::mode));
   m.impl("mode.values", TORCH_FN(compiled::mode_out));
+
+  // Running scans (cummax/cummin are CompositeExplicitAutograd over these).
+  m.impl("_cummax_helper", TORCH_FN(compiled::cummax_helper));
+  m.impl("_cummin_helper", TORCH_FN(compiled::cummin_helper));
+  m.impl("_logcumsumexp", TORCH_FN(compiled::logcumsumexp));
+  m.impl("_logcumsumexp.out", TORCH_FN(compiled::logcumsumexp_out));
 }
 
 }  // namespace kiln::torch_integration

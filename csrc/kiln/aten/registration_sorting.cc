@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/cumulative_ops.h"
+#include "kiln/aten/compiled/search_ops.h"
 #include "kiln/aten/compiled/selection_ops.h"
 #include "kiln/aten/compiled/sort_ops.h"
 
@@ -30,6 +31,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cummin_helper", TORCH_FN(compiled::cummin_helper));
   m.impl("_logcumsumexp", TORCH_FN(compiled::logcumsumexp));
   m.impl("_logcumsumexp.out", TORCH_FN(compiled::logcumsumexp_out));
+
+  // Search.
+  m.impl("searchsorted.Tensor", TORCH_FN(compiled::searchsorted));
+  m.impl("searchsorted.Tensor_out", TORCH_FN(compiled::searchsorted_out));
+  m.impl("searchsorted.Scalar", TORCH_FN(compiled::searchsorted_scalar));
+  m.impl("searchsorted.Scalar_out", TORCH_FN(compiled::searchsorted_scalar_out));
+  m.impl("bucketize.Tensor", TORCH_FN(compiled::bucketize));
+  m.impl("bucketize.Tensor_out", TORCH_FN(compiled::bucketize_out));
+  m.impl("bucketize.Scalar", TORCH_FN(compiled::bucketize_scalar));
 }
 
 }  // namespace kiln::torch_integration

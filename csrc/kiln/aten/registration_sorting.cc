@@ -8,6 +8,7 @@
 #include "kiln/aten/compiled/search_ops.h"
 #include "kiln/aten/compiled/selection_ops.h"
 #include "kiln/aten/compiled/sort_ops.h"
+#include "kiln/aten/compiled/unique_ops.h"
 
 namespace kiln::torch_integration {
 
@@ -40,6 +41,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bucketize.Tensor", TORCH_FN(compiled::bucketize));
   m.impl("bucketize.Tensor_out", TORCH_FN(compiled::bucketize_out));
   m.impl("bucketize.Scalar", TORCH_FN(compiled::bucketize_scalar));
+
+  // Unique values and membership (their output sizes need a stream sync).
+  m.impl("_unique2", TORCH_FN(compiled::unique2));
+  m.impl("unique_consecutive", TORCH_FN(compiled::unique_consecutive));
+  m.impl("isin.Tensor_Tensor", TORCH_FN(compiled::isin));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(compiled::isin_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(compiled::isin_tensor_scalar));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(compiled::isin_tensor_scalar_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(compiled::isin_scalar_tensor));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(compiled::isin_scalar_tensor_out));
 }
 
 }  // namespace kiln::torch_integration

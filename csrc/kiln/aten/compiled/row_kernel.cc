@@ -133,6 +133,12 @@ void launch_rows(const RowLaunch& launch, c10::ArrayRef<at::Tensor> operands) {
   int64_t rows = 1;
   int64_t longest = 0;
   for (const at::Tensor& operand : operands) {
+    // Operands must agree outside the row dim, or the walk would leave them.
+    TORCH_INTERNAL_ASSERT(operand.dim() == rank, launch.op_name, ": row kernel operands differ in rank");
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      TORCH_INTERNAL_ASSERT(dim == launch.dim || operand.size(dim) == first.size(dim), launch.op_name,
+                            ": row kernel operands differ in size outside the row dim");
+    }
     longest = std::max<int64_t>(longest, operand.dim() == 0 ? 1 : operand.size(launch.dim));
   }
   std::vector<KernelDim> dims;

@@ -58,3 +58,18 @@ def test_isin(dtype):
         out = torch.empty(0, dtype=torch.bool, device=a.device)
         return torch.isin(a, b, out=out)
     compiled_only(lambda: check(out_form, few_values((4, 5), dtype), few_values((6,), dtype)))
+
+
+@pytest.mark.parametrize("dtype", FLOATING + [torch.int64, torch.bool])
+def test_nonzero_static(dtype):
+    x = few_values((3, 4, 5), dtype)
+    for source in (x, x.transpose(0, 2), x[0, 0, 0], x[:0]):
+        for size, fill in [(4, -1), (1, 7), (0, -1), (100, 3)]:
+            compiled_only(lambda: check(torch.nonzero_static, source, size=size, fill_value=fill))
+    check(torch.nonzero_static, x, size=-1)
+    check(lambda a: torch.nonzero_static(a.expand(3, 4), size=5), torch.tensor([[0.0], [1.0], [0.0]]))
+
+
+def test_combinations():
+    for r, replacement in [(2, False), (2, True), (3, False)]:
+        compiled_only(lambda: check(torch.combinations, torch.arange(5.0), r, replacement))

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/cumulative_ops.h"
+#include "kiln/aten/compiled/nonzero_static_ops.h"
 #include "kiln/aten/compiled/search_ops.h"
 #include "kiln/aten/compiled/selection_ops.h"
 #include "kiln/aten/compiled/sort_ops.h"
@@ -51,6 +52,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isin.Tensor_Scalar_out", TORCH_FN(compiled::isin_tensor_scalar_out));
   m.impl("isin.Scalar_Tensor", TORCH_FN(compiled::isin_scalar_tensor));
   m.impl("isin.Scalar_Tensor_out", TORCH_FN(compiled::isin_scalar_tensor_out));
+
+  // Fixed-size nonzero (no stream sync).
+  m.impl("nonzero_static", TORCH_FN(compiled::nonzero_static));
+  m.impl("nonzero_static.out", TORCH_FN(compiled::nonzero_static_out));
 }
 
 }  // namespace kiln::torch_integration

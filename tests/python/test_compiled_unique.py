@@ -73,3 +73,19 @@ def test_nonzero_static(dtype):
 def test_combinations():
     for r, replacement in [(2, False), (2, True), (3, False)]:
         compiled_only(lambda: check(torch.combinations, torch.arange(5.0), r, replacement))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_repeat_interleave(dtype):
+    repeats = torch.tensor([1, 0, 3, 2], dtype=dtype)
+    compiled_only(lambda: check(torch.repeat_interleave, repeats))
+    compiled_only(lambda: check(torch.repeat_interleave, repeats[:0]))
+    compiled_only(lambda: check(lambda r: torch.repeat_interleave(r, output_size=6), repeats))
+    x = few_values((4, 3), torch.float32)
+    compiled_only(lambda: check(torch.repeat_interleave, x, repeats, 0))
+    compiled_only(lambda: check(torch.repeat_interleave, x.t(), repeats[:3].long(), 1))
+    compiled_only(lambda: check(torch.repeat_interleave, x, 2))
+    check(torch.repeat_interleave, repeats.view(2, 2))
+    check(torch.repeat_interleave, repeats.float())
+    check(torch.repeat_interleave, -repeats - 1)
+    check(lambda r: torch.repeat_interleave(r, output_size=2), repeats)

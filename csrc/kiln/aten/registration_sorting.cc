@@ -6,6 +6,7 @@
 
 #include "kiln/aten/compiled/cumulative_ops.h"
 #include "kiln/aten/compiled/nonzero_static_ops.h"
+#include "kiln/aten/compiled/repeat_interleave_ops.h"
 #include "kiln/aten/compiled/search_ops.h"
 #include "kiln/aten/compiled/selection_ops.h"
 #include "kiln/aten/compiled/sort_ops.h"
@@ -56,6 +57,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Fixed-size nonzero (no stream sync).
   m.impl("nonzero_static", TORCH_FN(compiled::nonzero_static));
   m.impl("nonzero_static.out", TORCH_FN(compiled::nonzero_static_out));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(compiled::repeat_interleave));
 }
 
 }  // namespace kiln::torch_integration

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/cumulative_ops.h"
+#include "kiln/aten/compiled/histogram_ops.h"
 #include "kiln/aten/compiled/nonzero_static_ops.h"
 #include "kiln/aten/compiled/repeat_interleave_ops.h"
 #include "kiln/aten/compiled/search_ops.h"
@@ -58,6 +59,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero_static", TORCH_FN(compiled::nonzero_static));
   m.impl("nonzero_static.out", TORCH_FN(compiled::nonzero_static_out));
   m.impl("repeat_interleave.Tensor", TORCH_FN(compiled::repeat_interleave));
+
+  // Histograms.
+  m.impl("histc", TORCH_FN(compiled::histc));
+  m.impl("histc.out", TORCH_FN(compiled::histc_out));
 }
 
 }  // namespace kiln::torch_integration

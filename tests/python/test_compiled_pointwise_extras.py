@@ -271,3 +271,22 @@ def test_angle_of_integers_is_float():
     check(torch.angle, torch.tensor([-3, 0, 4]), message="angle int")
     check(torch.angle, torch.tensor([True, False]), message="angle bool")
     assert math.isclose(torch.angle(torch.tensor(-2.0, device="kiln")).item(), math.pi, rel_tol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("op", [torch.complex, torch.polar])
+def test_complex_and_polar(op):
+    for dtype in [torch.float32, torch.float64, torch.float16]:
+        a, b = make((4, 5), dtype, low=0, high=3), make((4, 5), dtype)
+        compiled_only(lambda: check(op, a, b, message=f"{op.__name__} {dtype}"))
+    check(op, make((5, 4)).t(), make((4, 1)), message="strided and broadcast")
+    check(op, make((0, 3)), make((1, 3)), message="empty")
+    check(op, make(()), make(()), message="0-dim")
+    check(lambda a, b: op(a, b, out=torch.empty(0, dtype=torch.complex64, device=a.device)),
+          make((3,)), make((3,)), message="out")
+    # The CPU's errors: other dtypes, mixed dtypes, a wrong out= dtype.
+    check(op, make((3,), torch.bfloat16), make((3,), torch.bfloat16), message="bfloat16")
+    check(op, make((3,), torch.int64), make((3,), torch.int64), message="int64")
+    check(op, make((3,)), make((3,), torch.float64), message="mixed")
+    check(lambda a, b: op(a, b, out=torch.empty(0, device=a.device)), make((3,)), make((3,)),
+          message="real out")

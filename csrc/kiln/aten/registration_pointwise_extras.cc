@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/binary_extra_ops.h"
+#include "kiln/aten/compiled/complex_ops.h"
 #include "kiln/aten/compiled/cross_renorm_ops.h"
 #include "kiln/aten/compiled/glu_prelu_ops.h"
 #include "kiln/aten/compiled/unary_extra_ops.h"
@@ -72,6 +73,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("renorm", TORCH_FN(compiled::renorm));
   m.impl("renorm_", TORCH_FN(compiled::renorm_));
   m.impl("renorm.out", TORCH_FN(compiled::renorm_out));
+  m.impl("complex.out", TORCH_FN(compiled::complex_out));
+  m.impl("polar.out", TORCH_FN(compiled::polar_out));
 }
 
 }  // namespace kiln::torch_integration

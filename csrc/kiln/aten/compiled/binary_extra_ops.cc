@@ -125,22 +125,22 @@ const at::Tensor& run(const char* op_name, const char* key, const char* dispatch
 
 }  // namespace
 
-#define KILN_DEFINE_BINARY_EXTRA(name, meta_class, key, dispatch_name, allowed, body)                  \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                            \
-    StructuredIterator<at::meta::meta_class> iter;                                                     \
-    return run("aten::" #name, key, dispatch_name, allowed, iter, self, other, body);            \
-  }                                                                                              \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {     \
-    StructuredIterator<at::meta::meta_class> iter(out, Target::kOut);                                  \
-    run("aten::" #name ".out", key, dispatch_name, allowed, iter, self, other, body);            \
-    return out;                                                                                  \
+#define KILN_DEFINE_BINARY_EXTRA(name, meta_class, key, dispatch_name, allowed, body)               \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                \
+    StructuredIterator<at::meta::meta_class> iter;                                                  \
+    return run("aten::" #name, key, dispatch_name, allowed, iter, self, other, body);               \
+  }                                                                                                 \
+  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {        \
+    StructuredIterator<at::meta::meta_class> iter(out, Target::kOut);                               \
+    run("aten::" #name ".out", key, dispatch_name, allowed, iter, self, other, body);               \
+    return out;                                                                                     \
   }
-#define KILN_DEFINE_BINARY_EXTRA_INPLACE(name, meta_class, key, dispatch_name, allowed, body)          \
-  KILN_DEFINE_BINARY_EXTRA(name, meta_class, key, dispatch_name, allowed, body)                        \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                              \
-    StructuredIterator<at::meta::meta_class> iter(self, Target::kInPlace);                             \
-    run("aten::" #name "_", key, dispatch_name, allowed, iter, self, other, body);               \
-    return self;                                                                                 \
+#define KILN_DEFINE_BINARY_EXTRA_INPLACE(name, meta_class, key, dispatch_name, allowed, body)       \
+  KILN_DEFINE_BINARY_EXTRA(name, meta_class, key, dispatch_name, allowed, body)                     \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                  \
+    StructuredIterator<at::meta::meta_class> iter(self, Target::kInPlace);                          \
+    run("aten::" #name "_", key, dispatch_name, allowed, iter, self, other, body);                  \
+    return self;                                                                                    \
   }
 
 KILN_DEFINE_BINARY_EXTRA(fmax, structured_fmax, "fmax", "fmax_cpu", kAllTypes,

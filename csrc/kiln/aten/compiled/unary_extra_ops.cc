@@ -284,7 +284,8 @@ at::Tensor& logit_backward_out(const at::Tensor& grad_output, const at::Tensor& 
   KILN_STRUCTURED(logit_backward) iter(grad_input, Target::kOut);
   bool clamped = eps.has_value() && *eps >= 0.0;
   run("aten::logit_backward.grad_input", logit_backward_key(eps), "logit_backward_cpu",
-      kFloatingTypes, iter, {eps.value_or(-1.0)}, logit_backward_body(clamped), grad_output, self, eps);
+      kFloatingTypes, iter, {eps.value_or(-1.0)}, logit_backward_body(clamped), grad_output, self,
+      eps);
   return grad_input;
 }
 
@@ -308,31 +309,31 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
   return {mantissa, exponent};
 }
 
-#define KILN_DEFINE_SHRINK(name, body)                                                 \
-  at::Tensor name(const at::Tensor& self, const c10::Scalar& lambd) {                              \
-    KILN_STRUCTURED(name) iter;                                                                    \
-    return run("aten::" #name, #name, #name "_cpu", kFloatingTypes, iter, {lambd}, body,     \
-               self, lambd);                                                                 \
-  }                                                                                                \
-  at::Tensor& name##_out(const at::Tensor& self, const c10::Scalar& lambd, at::Tensor& out) {      \
-    KILN_STRUCTURED(name) iter(out, Target::kOut);                                                 \
-    run("aten::" #name ".out", #name, #name "_cpu", kFloatingTypes, iter, {lambd}, body,     \
-        self, lambd);                                                                        \
-    return out;                                                                                    \
+#define KILN_DEFINE_SHRINK(name, body)                                                              \
+  at::Tensor name(const at::Tensor& self, const c10::Scalar& lambd) {                               \
+    KILN_STRUCTURED(name) iter;                                                                     \
+    return run("aten::" #name, #name, #name "_cpu", kFloatingTypes, iter, {lambd}, body,            \
+               self, lambd);                                                                        \
+  }                                                                                                 \
+  at::Tensor& name##_out(const at::Tensor& self, const c10::Scalar& lambd, at::Tensor& out) {       \
+    KILN_STRUCTURED(name) iter(out, Target::kOut);                                                  \
+    run("aten::" #name ".out", #name, #name "_cpu", kFloatingTypes, iter, {lambd}, body,            \
+        self, lambd);                                                                               \
+    return out;                                                                                     \
   }
 
 #define KILN_DEFINE_SHRINK_BACKWARD(name)                                                           \
-  at::Tensor name(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& lambd) {      \
-    KILN_STRUCTURED(name) iter;                                                                    \
-    return run("aten::" #name, "shrink_backward", "shrink_backward_cpu", kFloatingTypes, iter,     \
-               {lambd}, shrink_backward_body, grad, self, lambd);        \
-  }                                                                                                \
-  at::Tensor& name##_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& lambd, \
-                         at::Tensor& grad_input) {                                                 \
-    KILN_STRUCTURED(name) iter(grad_input, Target::kOut);                                          \
-    run("aten::" #name ".grad_input", "shrink_backward", "shrink_backward_cpu", kFloatingTypes,    \
-        iter, {lambd}, shrink_backward_body, grad, self, lambd);         \
-    return grad_input;                                                                             \
+  at::Tensor name(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& lambd) {       \
+    KILN_STRUCTURED(name) iter;                                                                     \
+    return run("aten::" #name, "shrink_backward", "shrink_backward_cpu", kFloatingTypes, iter,      \
+               {lambd}, shrink_backward_body, grad, self, lambd);                                   \
+  }                                                                                                 \
+  at::Tensor& name##_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& lambd,  \
+                         at::Tensor& grad_input) {                                                  \
+    KILN_STRUCTURED(name) iter(grad_input, Target::kOut);                                           \
+    run("aten::" #name ".grad_input", "shrink_backward", "shrink_backward_cpu", kFloatingTypes,     \
+        iter, {lambd}, shrink_backward_body, grad, self, lambd);                                    \
+    return grad_input;                                                                              \
   }
 
 // Both shrinks convert lambd to the dtype itself.

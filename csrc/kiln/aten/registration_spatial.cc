@@ -1,0 +1,57 @@
+// The compiled spatial nn ops' registration table (kernels in
+// compiled/upsample_ops.cc, compiled/padding_ops.cc ...).
+//
+// F.interpolate and F.pad reach these through CompositeImplicitAutograd ops
+// (upsample_*.vec, pad, _pad_enum); autograd's formulas call the backward ops.
+// Structured ops register their functional and out= overloads.
+#include <torch/library.h>
+
+#include "kiln/aten/compiled/spatial_ops.h"
+
+namespace kiln::torch_integration {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("upsample_nearest1d", TORCH_FN(compiled::upsample_nearest1d));
+  m.impl("upsample_nearest1d.out", TORCH_FN(compiled::upsample_nearest1d_out));
+  m.impl("upsample_nearest1d_backward", TORCH_FN(compiled::upsample_nearest1d_backward));
+  m.impl("upsample_nearest1d_backward.grad_input", TORCH_FN(compiled::upsample_nearest1d_backward_out));
+  m.impl("upsample_nearest2d", TORCH_FN(compiled::upsample_nearest2d));
+  m.impl("upsample_nearest2d.out", TORCH_FN(compiled::upsample_nearest2d_out));
+  m.impl("upsample_nearest2d_backward", TORCH_FN(compiled::upsample_nearest2d_backward));
+  m.impl("upsample_nearest2d_backward.grad_input", TORCH_FN(compiled::upsample_nearest2d_backward_out));
+  m.impl("upsample_nearest3d", TORCH_FN(compiled::upsample_nearest3d));
+  m.impl("upsample_nearest3d.out", TORCH_FN(compiled::upsample_nearest3d_out));
+  m.impl("upsample_nearest3d_backward", TORCH_FN(compiled::upsample_nearest3d_backward));
+  m.impl("upsample_nearest3d_backward.grad_input", TORCH_FN(compiled::upsample_nearest3d_backward_out));
+  m.impl("_upsample_nearest_exact1d", TORCH_FN(compiled::_upsample_nearest_exact1d));
+  m.impl("_upsample_nearest_exact1d.out", TORCH_FN(compiled::_upsample_nearest_exact1d_out));
+  m.impl("_upsample_nearest_exact1d_backward", TORCH_FN(compiled::_upsample_nearest_exact1d_backward));
+  m.impl("_upsample_nearest_exact1d_backward.grad_input", TORCH_FN(compiled::_upsample_nearest_exact1d_backward_out));
+  m.impl("_upsample_nearest_exact2d", TORCH_FN(compiled::_upsample_nearest_exact2d));
+  m.impl("_upsample_nearest_exact2d.out", TORCH_FN(compiled::_upsample_nearest_exact2d_out));
+  m.impl("_upsample_nearest_exact2d_backward", TORCH_FN(compiled::_upsample_nearest_exact2d_backward));
+  m.impl("_upsample_nearest_exact2d_backward.grad_input", TORCH_FN(compiled::_upsample_nearest_exact2d_backward_out));
+  m.impl("_upsample_nearest_exact3d", TORCH_FN(compiled::_upsample_nearest_exact3d));
+  m.impl("_upsample_nearest_exact3d.out", TORCH_FN(compiled::_upsample_nearest_exact3d_out));
+  m.impl("_upsample_nearest_exact3d_backward", TORCH_FN(compiled::_upsample_nearest_exact3d_backward));
+  m.impl("_upsample_nearest_exact3d_backward.grad_input", TORCH_FN(compiled::_upsample_nearest_exact3d_backward_out));
+  m.impl("upsample_linear1d", TORCH_FN(compiled::upsample_linear1d));
+  m.impl("upsample_linear1d.out", TORCH_FN(compiled::upsample_linear1d_out));
+  m.impl("upsample_linear1d_backward", TORCH_FN(compiled::upsample_linear1d_backward));
+  m.impl("upsample_linear1d_backward.grad_input", TORCH_FN(compiled::upsample_linear1d_backward_out));
+  m.impl("upsample_bilinear2d", TORCH_FN(compiled::upsample_bilinear2d));
+  m.impl("upsample_bilinear2d.out", TORCH_FN(compiled::upsample_bilinear2d_out));
+  m.impl("upsample_bilinear2d_backward", TORCH_FN(compiled::upsample_bilinear2d_backward));
+  m.impl("upsample_bilinear2d_backward.grad_input", TORCH_FN(compiled::upsample_bilinear2d_backward_out));
+  m.impl("upsample_trilinear3d", TORCH_FN(compiled::upsample_trilinear3d));
+  m.impl("upsample_trilinear3d.out", TORCH_FN(compiled::upsample_trilinear3d_out));
+  m.impl("upsample_trilinear3d_backward", TORCH_FN(compiled::upsample_trilinear3d_backward));
+  m.impl("upsample_trilinear3d_backward.grad_input", TORCH_FN(compiled::upsample_trilinear3d_backward_out));
+  m.impl("upsample_bicubic2d", TORCH_FN(compiled::upsample_bicubic2d));
+  m.impl("upsample_bicubic2d.out", TORCH_FN(compiled::upsample_bicubic2d_out));
+  m.impl("upsample_bicubic2d_backward", TORCH_FN(compiled::upsample_bicubic2d_backward));
+  m.impl("upsample_bicubic2d_backward.grad_input", TORCH_FN(compiled::upsample_bicubic2d_backward_out));
+  // @@PADDING@@
+}
+
+}  // namespace kiln::torch_integration

@@ -51,7 +51,30 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bicubic2d.out", TORCH_FN(compiled::upsample_bicubic2d_out));
   m.impl("upsample_bicubic2d_backward", TORCH_FN(compiled::upsample_bicubic2d_backward));
   m.impl("upsample_bicubic2d_backward.grad_input", TORCH_FN(compiled::upsample_bicubic2d_backward_out));
-  // @@PADDING@@
+  m.impl("reflection_pad1d", TORCH_FN(compiled::reflection_pad1d));
+  m.impl("reflection_pad1d.out", TORCH_FN(compiled::reflection_pad1d_out));
+  m.impl("reflection_pad1d_backward", TORCH_FN(compiled::reflection_pad1d_backward));
+  m.impl("reflection_pad1d_backward.grad_input", TORCH_FN(compiled::reflection_pad1d_backward_out));
+  m.impl("reflection_pad2d", TORCH_FN(compiled::reflection_pad2d));
+  m.impl("reflection_pad2d.out", TORCH_FN(compiled::reflection_pad2d_out));
+  m.impl("reflection_pad2d_backward", TORCH_FN(compiled::reflection_pad2d_backward));
+  m.impl("reflection_pad2d_backward.grad_input", TORCH_FN(compiled::reflection_pad2d_backward_out));
+  m.impl("reflection_pad3d", TORCH_FN(compiled::reflection_pad3d));
+  m.impl("reflection_pad3d.out", TORCH_FN(compiled::reflection_pad3d_out));
+  m.impl("reflection_pad3d_backward", TORCH_FN(compiled::reflection_pad3d_backward));
+  m.impl("reflection_pad3d_backward.grad_input", TORCH_FN(compiled::reflection_pad3d_backward_out));
+  m.impl("replication_pad1d", TORCH_FN(compiled::replication_pad1d));
+  m.impl("replication_pad1d.out", TORCH_FN(compiled::replication_pad1d_out));
+  m.impl("replication_pad1d_backward", TORCH_FN(compiled::replication_pad1d_backward));
+  m.impl("replication_pad1d_backward.grad_input", TORCH_FN(compiled::replication_pad1d_backward_out));
+  m.impl("replication_pad2d", TORCH_FN(compiled::replication_pad2d));
+  m.impl("replication_pad2d.out", TORCH_FN(compiled::replication_pad2d_out));
+  m.impl("replication_pad2d_backward", TORCH_FN(compiled::replication_pad2d_backward));
+  m.impl("replication_pad2d_backward.grad_input", TORCH_FN(compiled::replication_pad2d_backward_out));
+  m.impl("replication_pad3d", TORCH_FN(compiled::replication_pad3d));
+  m.impl("replication_pad3d.out", TORCH_FN(compiled::replication_pad3d_out));
+  m.impl("replication_pad3d_backward", TORCH_FN(compiled::replication_pad3d_backward));
+  m.impl("replication_pad3d_backward.grad_input", TORCH_FN(compiled::replication_pad3d_backward_out));
 }
 
 }  // namespace kiln::torch_integration

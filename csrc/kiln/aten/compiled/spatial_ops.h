@@ -69,6 +69,30 @@ at::Tensor upsample_bicubic2d_backward(const at::Tensor& grad_output, at::IntArr
 at::Tensor& upsample_bicubic2d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
     at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input);
 
-// @@PADDING@@
+// Padding (padding_ops.cc).
+at::Tensor reflection_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad1d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad1d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor reflection_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad2d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor reflection_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad3d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad1d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad1d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad2d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad3d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
 
 }  // namespace kiln::torch_integration::compiled

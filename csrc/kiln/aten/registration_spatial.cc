@@ -75,6 +75,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("replication_pad3d.out", TORCH_FN(compiled::replication_pad3d_out));
   m.impl("replication_pad3d_backward", TORCH_FN(compiled::replication_pad3d_backward));
   m.impl("replication_pad3d_backward.grad_input", TORCH_FN(compiled::replication_pad3d_backward_out));
+  m.impl("im2col", TORCH_FN(compiled::im2col));
+  m.impl("im2col.out", TORCH_FN(compiled::im2col_out));
+  m.impl("col2im", TORCH_FN(compiled::col2im));
+  m.impl("col2im.out", TORCH_FN(compiled::col2im_out));
 }
 
 }  // namespace kiln::torch_integration

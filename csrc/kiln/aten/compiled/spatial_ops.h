@@ -95,4 +95,15 @@ at::Tensor& replication_pad3d_out(const at::Tensor& self, at::IntArrayRef paddin
 at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
 at::Tensor& replication_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, at::Tensor& grad_input);
 
+// im2col and col2im (im2col_ops.cc).
+at::Tensor im2col(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef dilation,
+                  at::IntArrayRef padding, at::IntArrayRef stride);
+at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef dilation,
+                       at::IntArrayRef padding, at::IntArrayRef stride, at::Tensor& out);
+at::Tensor col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef kernel_size,
+                  at::IntArrayRef dilation, at::IntArrayRef padding, at::IntArrayRef stride);
+at::Tensor& col2im_out(const at::Tensor& self, at::IntArrayRef output_size,
+                       at::IntArrayRef kernel_size, at::IntArrayRef dilation,
+                       at::IntArrayRef padding, at::IntArrayRef stride, at::Tensor& out);
+
 }  // namespace kiln::torch_integration::compiled

@@ -79,6 +79,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("im2col.out", TORCH_FN(compiled::im2col_out));
   m.impl("col2im", TORCH_FN(compiled::col2im));
   m.impl("col2im.out", TORCH_FN(compiled::col2im_out));
+  m.impl("channel_shuffle", TORCH_FN(compiled::channel_shuffle));
 }
 
 }  // namespace kiln::torch_integration

@@ -106,4 +106,7 @@ at::Tensor& col2im_out(const at::Tensor& self, at::IntArrayRef output_size,
                        at::IntArrayRef kernel_size, at::IntArrayRef dilation,
                        at::IntArrayRef padding, at::IntArrayRef stride, at::Tensor& out);
 
+// channel_shuffle (channel_shuffle_ops.cc).
+at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups);
+
 }  // namespace kiln::torch_integration::compiled

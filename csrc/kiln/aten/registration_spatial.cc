@@ -80,6 +80,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("col2im", TORCH_FN(compiled::col2im));
   m.impl("col2im.out", TORCH_FN(compiled::col2im_out));
   m.impl("channel_shuffle", TORCH_FN(compiled::channel_shuffle));
+  m.impl("adaptive_max_pool2d", TORCH_FN(compiled::adaptive_max_pool2d));
+  m.impl("adaptive_max_pool2d.out", TORCH_FN(compiled::adaptive_max_pool2d_out));
+  m.impl("adaptive_max_pool2d_backward", TORCH_FN(compiled::adaptive_max_pool2d_backward));
+  m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(compiled::adaptive_max_pool2d_backward_out));
 }
 
 }  // namespace kiln::torch_integration

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <tuple>
 
 namespace kiln::torch_integration::compiled {
 
@@ -108,5 +109,16 @@ at::Tensor& col2im_out(const at::Tensor& self, at::IntArrayRef output_size,
 
 // channel_shuffle (channel_shuffle_ops.cc).
 at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups);
+
+// adaptive_max_pool2d (adaptive_max_pool_ops.cc).
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& self,
+                                                       at::IntArrayRef output_size);
+std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_out(const at::Tensor& self,
+                                                             at::IntArrayRef output_size,
+                                                             at::Tensor& out, at::Tensor& indices);
+at::Tensor adaptive_max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                        const at::Tensor& indices);
+at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             const at::Tensor& indices, at::Tensor& grad_input);
 
 }  // namespace kiln::torch_integration::compiled

@@ -84,6 +84,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("adaptive_max_pool2d.out", TORCH_FN(compiled::adaptive_max_pool2d_out));
   m.impl("adaptive_max_pool2d_backward", TORCH_FN(compiled::adaptive_max_pool2d_backward));
   m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(compiled::adaptive_max_pool2d_backward_out));
+  m.impl("max_unpool2d", TORCH_FN(compiled::max_unpool2d));
+  m.impl("max_unpool2d.out", TORCH_FN(compiled::max_unpool2d_out));
+  m.impl("max_unpool3d", TORCH_FN(compiled::max_unpool3d));
+  m.impl("max_unpool3d.out", TORCH_FN(compiled::max_unpool3d_out));
 }
 
 }  // namespace kiln::torch_integration

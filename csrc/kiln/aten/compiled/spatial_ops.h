@@ -121,4 +121,16 @@ at::Tensor adaptive_max_pool2d_backward(const at::Tensor& grad_output, const at:
 at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                              const at::Tensor& indices, at::Tensor& grad_input);
 
+// max_unpool2d and max_unpool3d (max_unpool_ops.cc).
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices,
+                        at::IntArrayRef output_size);
+at::Tensor& max_unpool2d_out(const at::Tensor& self, const at::Tensor& indices,
+                             at::IntArrayRef output_size, at::Tensor& out);
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices,
+                        at::IntArrayRef output_size, at::IntArrayRef stride,
+                        at::IntArrayRef padding);
+at::Tensor& max_unpool3d_out(const at::Tensor& self, const at::Tensor& indices,
+                             at::IntArrayRef output_size, at::IntArrayRef stride,
+                             at::IntArrayRef padding, at::Tensor& out);
+
 }  // namespace kiln::torch_integration::compiled

@@ -88,6 +88,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max_unpool2d.out", TORCH_FN(compiled::max_unpool2d_out));
   m.impl("max_unpool3d", TORCH_FN(compiled::max_unpool3d));
   m.impl("max_unpool3d.out", TORCH_FN(compiled::max_unpool3d_out));
+  m.impl("max_pool3d_with_indices", TORCH_FN(compiled::max_pool3d_with_indices));
+  m.impl("max_pool3d_with_indices.out", TORCH_FN(compiled::max_pool3d_with_indices_out));
+  m.impl("max_pool3d_with_indices_backward", TORCH_FN(compiled::max_pool3d_with_indices_backward));
+  m.impl("max_pool3d_with_indices_backward.grad_input",
+         TORCH_FN(compiled::max_pool3d_with_indices_backward_out));
+  m.impl("adaptive_max_pool3d", TORCH_FN(compiled::adaptive_max_pool3d));
+  m.impl("adaptive_max_pool3d.out", TORCH_FN(compiled::adaptive_max_pool3d_out));
+  m.impl("adaptive_max_pool3d_backward", TORCH_FN(compiled::adaptive_max_pool3d_backward));
+  m.impl("adaptive_max_pool3d_backward.grad_input", TORCH_FN(compiled::adaptive_max_pool3d_backward_out));
 }
 
 }  // namespace kiln::torch_integration

@@ -38,18 +38,13 @@ void check_common(const char* name, const at::Tensor& self, const at::Tensor& in
                               "\" not implemented for '", c10::toString(type), "'");
 }
 
-// Zeroes `output` (batch, channels, D, H, W: D = 1 for 2-D) and scatters.
-void unpool_into(const char* op_name, const at::Tensor& self, const at::Tensor& indices,
-                 at::IntArrayRef output_size, const at::Tensor& output, const std::string& sizes_text) {
-  output.zero_();
+}  // namespace
+
+void plane_scatter(const char* op_name, const at::Tensor& self, const at::Tensor& indices,
+                   at::IntArrayRef output_size, const at::Tensor& output, bool accumulate) {
   const int64_t spatial = static_cast<int64_t>(output_size.size());
   int64_t plane = 1;
   for (int64_t size : output_size) plane *= size;
-  check_index_bounds(op_name, indices, {plane, /*wraps=*/false}, ErrorType::kRuntimeError,
-                     [sizes_text](int64_t index) {
-                       return "Found an invalid max index: " + std::to_string(index) +
-                              " (output volumes are of size " + sizes_text + ")";
-                     });
   if (self.numel() == 0) return;
   // Batched views: (N, C, ...) on both sides.
   const bool batched = self.dim() == spatial + 2;
@@ -62,10 +57,10 @@ void unpool_into(const char* op_name, const at::Tensor& self, const at::Tensor& 
   const int64_t height = output_size[spatial - 2], width = output_size[spatial - 1];
   const int64_t depth_stride = spatial == 3 ? target.stride(2) : 0;
   IndexedKernelSpec spec;
-  spec.key = "max_unpool";
+  spec.key = accumulate ? "plane_scatter_add" : "plane_scatter";
   spec.single_threaded = true;
   spec.logical_order = true;
-  spec.body = [](IndexedKernelContext& context) {
+  spec.body = [accumulate](IndexedKernelContext& context) {
     ir::Builder& builder = context.builder;
     auto i64 = [&](double value) { return builder.constant(value, ir::DType::kInt64); };
     auto floor_div = [&](ValueId numerator, ValueId denominator) {
@@ -87,14 +82,32 @@ void unpool_into(const char* op_name, const at::Tensor& self, const at::Tensor& 
     ValueId offset = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, d, context.scalars[3]),
                                     builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, h, context.scalars[4]),
                                                    builder.binary(OpCode::kMultiply, w, context.scalars[5])));
-    builder.store_indexed(0, builder.cast(builder.load(0), context.output_dtypes[0]), offset,
-                          /*accumulate=*/false);
+    ValueId value = builder.cast(builder.load(0), context.output_dtypes[0]);
+    // An index outside the plane (an error raised elsewhere) adds zero.
+    if (accumulate) value = builder.select(valid, value, builder.constant(0, builder.dtype_of(value)));
+    builder.store_indexed(0, value, offset, accumulate);
   };
   launch_indexed_kernel(op_name, spec, source.sizes(), {operand_of(source), operand_of(index)},
                         {operand_with_strides(target, base)},
                         {c10::Scalar(plane), c10::Scalar(height), c10::Scalar(width),
                          c10::Scalar(depth_stride), c10::Scalar(target.stride(-2)),
                          c10::Scalar(target.stride(-1))});
+}
+
+namespace {
+
+// Zeroes `output` (batch, channels, D, H, W: D = 1 for 2-D) and scatters.
+void unpool_into(const char* op_name, const at::Tensor& self, const at::Tensor& indices,
+                 at::IntArrayRef output_size, const at::Tensor& output, const std::string& sizes_text) {
+  output.zero_();
+  int64_t plane = 1;
+  for (int64_t size : output_size) plane *= size;
+  check_index_bounds(op_name, indices, {plane, /*wraps=*/false}, ErrorType::kRuntimeError,
+                     [sizes_text](int64_t index) {
+                       return "Found an invalid max index: " + std::to_string(index) +
+                              " (output volumes are of size " + sizes_text + ")";
+                     });
+  plane_scatter(op_name, self, indices, output_size, output, /*accumulate=*/false);
 }
 
 std::vector<int64_t> output_sizes(const at::Tensor& self, at::IntArrayRef output_size) {

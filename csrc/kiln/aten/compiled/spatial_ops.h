@@ -122,6 +122,13 @@ at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad_output, cons
                                              const at::Tensor& indices, at::Tensor& grad_input);
 
 // max_unpool2d and max_unpool3d (max_unpool_ops.cc).
+// output[n, c][indices[n, c, ...]] = (or +=, when `accumulate`) self[n, c, ...]
+// over (N, C, *output_size) planes (unbatched tensors too), one element at a
+// time in self's row-major order; indices outside the plane write nothing
+// (accumulating) or an unspecified element of the plane. Also the backward of
+// 3-D max pooling.
+void plane_scatter(const char* op_name, const at::Tensor& self, const at::Tensor& indices,
+                   at::IntArrayRef output_size, const at::Tensor& output, bool accumulate);
 at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices,
                         at::IntArrayRef output_size);
 at::Tensor& max_unpool2d_out(const at::Tensor& self, const at::Tensor& indices,
@@ -132,5 +139,31 @@ at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices,
 at::Tensor& max_unpool3d_out(const at::Tensor& self, const at::Tensor& indices,
                              at::IntArrayRef output_size, at::IntArrayRef stride,
                              at::IntArrayRef padding, at::Tensor& out);
+
+// 3-D max pooling and adaptive 3-D max pooling (pool3d_ops.cc).
+std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(
+    const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+std::tuple<at::Tensor&, at::Tensor&> max_pool3d_with_indices_out(
+    const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out,
+    at::Tensor& indices);
+at::Tensor max_pool3d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                            at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                            at::IntArrayRef padding, at::IntArrayRef dilation,
+                                            bool ceil_mode, const at::Tensor& indices);
+at::Tensor& max_pool3d_with_indices_backward_out(
+    const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode,
+    const at::Tensor& indices, at::Tensor& grad_input);
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool3d(const at::Tensor& self,
+                                                       at::IntArrayRef output_size);
+std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool3d_out(const at::Tensor& self,
+                                                             at::IntArrayRef output_size,
+                                                             at::Tensor& out, at::Tensor& indices);
+at::Tensor adaptive_max_pool3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                        const at::Tensor& indices);
+at::Tensor& adaptive_max_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             const at::Tensor& indices, at::Tensor& grad_input);
 
 }  // namespace kiln::torch_integration::compiled

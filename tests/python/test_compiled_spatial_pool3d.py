@@ -1,4 +1,4 @@
-"""Compiled 3-D max pooling with indices and adaptive 3-D max pooling,
+"""Compiled 3-D max pooling with indices, adaptive 3-D max and average pooling,
 forward and backward, differentially against the CPU: kernel, stride,
 padding, dilation and ceil_mode, adaptive sizes, NaN, unbatched,
 channels_last_3d and zero-size batches, dtypes and the CPU's errors."""
@@ -69,6 +69,30 @@ def test_errors_match_the_cpu():
              lambda t: A.max_pool3d_with_indices(t, [2], [], [2]), lambda t: A.max_pool3d_with_indices(t[0, 0], [2]),
              lambda t: A.max_pool3d_with_indices(t, [5]), lambda t: A.max_pool3d_with_indices(t.bool(), [2]),
              lambda t: A.adaptive_max_pool3d(t.long(), [2, 2, 2]), lambda t: A.adaptive_max_pool3d(t, [2, 2])]
+    for case in cases:
+        with pytest.raises((RuntimeError, NotImplementedError)) as cpu_error:
+            case(base)
+        with pytest.raises(type(cpu_error.value)) as kiln_error:
+            case(base.to("kiln"))
+        assert str(cpu_error.value).split("\n")[0] == str(kiln_error.value).split("\n")[0]
+
+
+@pytest.mark.parametrize("output_size", [(2, 3, 4), (5, 7, 3), (3, 1, 2), (4, 4, 4)])
+@pytest.mark.parametrize("dtype", FLOATING)
+def test_adaptive_avg_pool3d(output_size, dtype):
+    base = make((2, 2, 5, 6, 7), dtype)
+    run_both(lambda t: (F.adaptive_avg_pool3d(t, output_size),), base)
+
+
+def test_adaptive_avg_pool3d_layouts_and_errors():
+    base = make((2, 3, 5, 6, 7), torch.float32)
+    for view in [base.contiguous(memory_format=torch.channels_last_3d), base[..., ::2], base[0], base[:0]]:
+        run_both(lambda t: (F.adaptive_avg_pool3d(t, (2, 3, 2)),), view)
+    run_both(lambda t: (F.adaptive_avg_pool3d(t, (1, 2, 1)),), make((1, 2, 14, 9, 12), torch.float32),
+             only_compiled=False)
+    A = torch.ops.aten
+    cases = [lambda t: A._adaptive_avg_pool3d(t.long(), [2, 2, 2]), lambda t: A._adaptive_avg_pool3d(t, [2, 2]),
+             lambda t: A._adaptive_avg_pool3d(t[:, :0], [2, 2, 2]), lambda t: A._adaptive_avg_pool3d(t[0, 0], [2, 2, 2])]
     for case in cases:
         with pytest.raises((RuntimeError, NotImplementedError)) as cpu_error:
             case(base)

@@ -166,4 +166,12 @@ at::Tensor adaptive_max_pool3d_backward(const at::Tensor& grad_output, const at:
 at::Tensor& adaptive_max_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                              const at::Tensor& indices, at::Tensor& grad_input);
 
+// _adaptive_avg_pool3d and its backward (adaptive_avg_pool3d_ops.cc).
+at::Tensor adaptive_avg_pool3d(const at::Tensor& self, at::IntArrayRef output_size);
+at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, at::IntArrayRef output_size,
+                                    at::Tensor& out);
+at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad_output, const at::Tensor& self);
+at::Tensor& adaptive_avg_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             at::Tensor& grad_input);
+
 }  // namespace kiln::torch_integration::compiled

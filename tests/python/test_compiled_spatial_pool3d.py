@@ -99,3 +99,29 @@ def test_adaptive_avg_pool3d_layouts_and_errors():
         with pytest.raises(type(cpu_error.value)) as kiln_error:
             case(base.to("kiln"))
         assert str(cpu_error.value).split("\n")[0] == str(kiln_error.value).split("\n")[0]
+
+
+AVG_PARAMETERS = list(itertools.product([2, (3, 2, 2)], [1, (2, 1, 2)], [0, 1], [False, True], [False, True],
+                                        [None, 3]))
+
+
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode,count_include_pad,divisor", AVG_PARAMETERS)
+def test_avg_pool3d_parameters(kernel, stride, padding, ceil_mode, count_include_pad, divisor):
+    base = make((2, 2, 5, 6, 7), torch.float32)
+    run_both(lambda t: (F.avg_pool3d(t, kernel, stride, padding, ceil_mode, count_include_pad, divisor),), base)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_avg_pool3d_dtypes_and_layouts(dtype):
+    base = make((2, 3, 5, 6, 7), dtype, low=-50, high=50)
+    for view in [base, base.contiguous(memory_format=torch.channels_last_3d), base[..., ::2], base[0], base[:0]]:
+        run_both(lambda t: (F.avg_pool3d(t, 2, 2, 1, True, False),), view)
+        run_both(lambda t: (F.avg_pool3d(t, 3, 1, 1, False, True, 4),), view)
+    A = torch.ops.aten
+    for case in [lambda t: A.avg_pool3d(t.half(), [2]), lambda t: A.avg_pool3d(t, [2, 2]),
+                 lambda t: A.avg_pool3d(t, [2], [], [2])]:
+        with pytest.raises((RuntimeError, NotImplementedError)) as cpu_error:
+            case(base)
+        with pytest.raises(type(cpu_error.value)) as kiln_error:
+            case(base.to("kiln"))
+        assert str(cpu_error.value).split("\n")[0] == str(kiln_error.value).split("\n")[0]

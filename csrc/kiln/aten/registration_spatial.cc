@@ -101,6 +101,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("adaptive_avg_pool3d.out", TORCH_FN(compiled::adaptive_avg_pool3d_out));
   m.impl("_adaptive_avg_pool3d_backward", TORCH_FN(compiled::adaptive_avg_pool3d_backward));
   m.impl("adaptive_avg_pool3d_backward.grad_input", TORCH_FN(compiled::adaptive_avg_pool3d_backward_out));
+  m.impl("avg_pool3d", TORCH_FN(compiled::avg_pool3d));
+  m.impl("avg_pool3d.out", TORCH_FN(compiled::avg_pool3d_out));
+  m.impl("avg_pool3d_backward", TORCH_FN(compiled::avg_pool3d_backward));
+  m.impl("avg_pool3d_backward.grad_input", TORCH_FN(compiled::avg_pool3d_backward_out));
 }
 
 }  // namespace kiln::torch_integration

@@ -174,4 +174,20 @@ at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad_output, const at:
 at::Tensor& adaptive_avg_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                              at::Tensor& grad_input);
 
+// avg_pool3d and its backward (avg_pool3d_ops.cc).
+at::Tensor avg_pool3d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                      at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                      std::optional<int64_t> divisor_override);
+at::Tensor& avg_pool3d_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                           at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<int64_t> divisor_override, at::Tensor& out);
+at::Tensor avg_pool3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                               at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                               at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               std::optional<int64_t> divisor_override);
+at::Tensor& avg_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                    at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                    at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                                    std::optional<int64_t> divisor_override, at::Tensor& grad_input);
+
 }  // namespace kiln::torch_integration::compiled

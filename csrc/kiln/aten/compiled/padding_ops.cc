@@ -44,7 +44,7 @@
 
 #include "kiln/aten/compiled/spatial_gather.h"
 #include "kiln/aten/compiled/spatial_ops.h"
-#include "kiln/aten/compiled/structured_outputs.h"
+#include "kiln/aten/compiled/structured_run.h"
 #include "kiln/aten/cpu_fallback.h"
 
 namespace kiln::torch_integration::compiled {
@@ -96,21 +96,6 @@ void pad_backward(const char* op_name, const char* dispatch_name, PadMode mode,
                               "\" not implemented for '", c10::toString(type), "'");
   spatial_scatter_add(op_name, grad_output, grad_input, pad_axes(mode, input.sizes(), padding),
                       type, /*float_buffer=*/false);
-}
-
-// Runs Meta's checks and allocation (into `out` when given), then `kernel`.
-template <typename Meta, typename Kernel, typename... Arguments>
-at::Tensor structured(const at::Tensor* out, const Kernel& kernel, const Arguments&... arguments) {
-  if (out != nullptr) {
-    StructuredOutputs<Meta> meta({*out});
-    meta.meta(arguments...);
-    kernel(meta.output());
-    return *out;
-  }
-  StructuredOutputs<Meta> meta;
-  meta.meta(arguments...);
-  kernel(meta.output());
-  return meta.output();
 }
 
 // reflection_pad2d's checks (it has no meta function); returns the output sizes.

@@ -1,5 +1,6 @@
 // Upsampling: nearest, nearest-exact, linear, bilinear, trilinear and bicubic,
-// forward and backward (registered in aten/registration_spatial.cc).
+// forward here, backward in upsample_backward_ops.cc (registered in
+// aten/registration_spatial.cc).
 //
 // Shapes, arguments and their errors come from ATen's structured meta
 // functions; dtypes are the CPU's (floating types; nearest also uint8, whose
@@ -11,31 +12,21 @@
 // backward adds in float32 for the half types and rounds once, as the CPU's
 // backward kernels do.
 #include <ATen/native/CPUFallback.h>
-#include <ATen/ops/_upsample_nearest_exact1d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact1d_meta.h>
-#include <ATen/ops/_upsample_nearest_exact2d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact2d_meta.h>
-#include <ATen/ops/_upsample_nearest_exact3d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact3d_meta.h>
-#include <ATen/ops/upsample_bicubic2d_backward_meta.h>
 #include <ATen/ops/upsample_bicubic2d_meta.h>
 #include <ATen/ops/upsample_bicubic2d_ops.h>
-#include <ATen/ops/upsample_bilinear2d_backward_meta.h>
 #include <ATen/ops/upsample_bilinear2d_meta.h>
 #include <ATen/ops/upsample_bilinear2d_ops.h>
-#include <ATen/ops/upsample_linear1d_backward_meta.h>
 #include <ATen/ops/upsample_linear1d_meta.h>
-#include <ATen/ops/upsample_nearest1d_backward_meta.h>
 #include <ATen/ops/upsample_nearest1d_meta.h>
-#include <ATen/ops/upsample_nearest2d_backward_meta.h>
 #include <ATen/ops/upsample_nearest2d_meta.h>
-#include <ATen/ops/upsample_nearest3d_backward_meta.h>
 #include <ATen/ops/upsample_nearest3d_meta.h>
-#include <ATen/ops/upsample_trilinear3d_backward_meta.h>
 #include <ATen/ops/upsample_trilinear3d_meta.h>
 
 #include "kiln/aten/compiled/spatial_ops.h"
-#include "kiln/aten/compiled/structured_outputs.h"
+#include "kiln/aten/compiled/structured_run.h"
 #include "kiln/aten/compiled/upsample_tables.h"
 #include "kiln/aten/cpu_fallback.h"
 
@@ -43,13 +34,6 @@ namespace kiln::torch_integration::compiled {
 namespace {
 
 using Scales = std::initializer_list<std::optional<double>>;
-
-bool is_half_or_float(at::ScalarType type) {
-  return type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16;
-}
-
-// The opmath type: float32 weights for the half types.
-at::ScalarType wide_weights(at::ScalarType type) { return type == at::kDouble ? at::kDouble : at::kFloat; }
 
 // Forward: checks `input`'s dtype as the CPU dispatches (`dispatch_name` is
 // the name its error carries), then gathers into `output`.
@@ -69,39 +53,12 @@ void upsample_forward(const char* op_name, const char* dispatch_name, Interpolat
                  weights);
 }
 
-void upsample_backward(const char* op_name, Interpolation mode, const at::Tensor& grad_output,
-                       at::IntArrayRef output_size, at::IntArrayRef input_size, bool align_corners,
-                       Scales scales, const at::Tensor& grad_input) {
-  const at::ScalarType type = grad_output.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(is_half_or_float(type), "\"", op_name, "\" not implemented for '",
-                              c10::toString(type), "'");
-  const at::ScalarType weights = wide_weights(type);
-  spatial_scatter_add(
-      op_name, grad_output, grad_input,
-      upsample_axes(mode, input_size, output_size, align_corners, scales, type, weights), weights,
-      /*float_buffer=*/true);
-}
 
 // Half-type bicubic: sixteen weighted terms whose float32 rounding differs
 // from the CPU's kernel by more than the half types' tolerance where terms
 // cancel; it stays with the CPU until the kernel reproduces that order.
 bool bicubic_stays_on_cpu(const at::Tensor& input) {
   return input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16;
-}
-
-// Runs Meta's checks and allocation (into `out` when given), then `kernel`.
-template <typename Meta, typename Kernel, typename... Arguments>
-at::Tensor structured(const at::Tensor* out, const Kernel& kernel, const Arguments&... arguments) {
-  if (out != nullptr) {
-    StructuredOutputs<Meta> meta({*out});
-    meta.meta(arguments...);
-    kernel(meta.output());
-    return *out;
-  }
-  StructuredOutputs<Meta> meta;
-  meta.meta(arguments...);
-  kernel(meta.output());
-  return meta.output();
 }
 
 }  // namespace
@@ -126,27 +83,6 @@ at::Tensor& upsample_nearest1d_out(const at::Tensor& self, at::IntArrayRef outpu
   return out;
 }
 
-at::Tensor upsample_nearest1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales) {
-  return structured<at::meta::structured_upsample_nearest1d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_nearest1d_backward", Interpolation::kNearest, grad_output, output_size,
-                          input_size, false, {scales}, result);
-      },
-      grad_output, output_size, input_size, scales);
-}
-
-at::Tensor& upsample_nearest1d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_nearest1d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_nearest1d_backward", Interpolation::kNearest, grad_output, output_size,
-                          input_size, false, {scales}, result);
-      },
-      grad_output, output_size, input_size, scales);
-  return grad_input;
-}
-
 at::Tensor upsample_nearest2d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scales_h, std::optional<double> scales_w) {
   return structured<at::meta::structured_upsample_nearest2d>(
       nullptr, [&](const at::Tensor& output) {
@@ -164,27 +100,6 @@ at::Tensor& upsample_nearest2d_out(const at::Tensor& self, at::IntArrayRef outpu
       },
       self, output_size, scales_h, scales_w);
   return out;
-}
-
-at::Tensor upsample_nearest2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured_upsample_nearest2d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_nearest2d_backward", Interpolation::kNearest, grad_output, output_size,
-                          input_size, false, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_h, scales_w);
-}
-
-at::Tensor& upsample_nearest2d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_nearest2d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_nearest2d_backward", Interpolation::kNearest, grad_output, output_size,
-                          input_size, false, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_h, scales_w);
-  return grad_input;
 }
 
 at::Tensor upsample_nearest3d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
@@ -206,27 +121,6 @@ at::Tensor& upsample_nearest3d_out(const at::Tensor& self, at::IntArrayRef outpu
   return out;
 }
 
-at::Tensor upsample_nearest3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured_upsample_nearest3d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_nearest3d_backward", Interpolation::kNearest, grad_output, output_size,
-                          input_size, false, {scales_d, scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_d, scales_h, scales_w);
-}
-
-at::Tensor& upsample_nearest3d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_nearest3d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_nearest3d_backward", Interpolation::kNearest, grad_output, output_size,
-                          input_size, false, {scales_d, scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_d, scales_h, scales_w);
-  return grad_input;
-}
-
 at::Tensor _upsample_nearest_exact1d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scales) {
   return structured<at::meta::structured__upsample_nearest_exact1d>(
       nullptr, [&](const at::Tensor& output) {
@@ -244,27 +138,6 @@ at::Tensor& _upsample_nearest_exact1d_out(const at::Tensor& self, at::IntArrayRe
       },
       self, output_size, scales);
   return out;
-}
-
-at::Tensor _upsample_nearest_exact1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales) {
-  return structured<at::meta::structured__upsample_nearest_exact1d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::_upsample_nearest_exact1d_backward", Interpolation::kNearestExact, grad_output, output_size,
-                          input_size, false, {scales}, result);
-      },
-      grad_output, output_size, input_size, scales);
-}
-
-at::Tensor& _upsample_nearest_exact1d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales, at::Tensor& grad_input) {
-  structured<at::meta::structured__upsample_nearest_exact1d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::_upsample_nearest_exact1d_backward", Interpolation::kNearestExact, grad_output, output_size,
-                          input_size, false, {scales}, result);
-      },
-      grad_output, output_size, input_size, scales);
-  return grad_input;
 }
 
 at::Tensor _upsample_nearest_exact2d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scales_h, std::optional<double> scales_w) {
@@ -286,27 +159,6 @@ at::Tensor& _upsample_nearest_exact2d_out(const at::Tensor& self, at::IntArrayRe
   return out;
 }
 
-at::Tensor _upsample_nearest_exact2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured__upsample_nearest_exact2d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::_upsample_nearest_exact2d_backward", Interpolation::kNearestExact, grad_output, output_size,
-                          input_size, false, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_h, scales_w);
-}
-
-at::Tensor& _upsample_nearest_exact2d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured__upsample_nearest_exact2d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::_upsample_nearest_exact2d_backward", Interpolation::kNearestExact, grad_output, output_size,
-                          input_size, false, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_h, scales_w);
-  return grad_input;
-}
-
 at::Tensor _upsample_nearest_exact3d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
   return structured<at::meta::structured__upsample_nearest_exact3d>(
       nullptr, [&](const at::Tensor& output) {
@@ -326,27 +178,6 @@ at::Tensor& _upsample_nearest_exact3d_out(const at::Tensor& self, at::IntArrayRe
   return out;
 }
 
-at::Tensor _upsample_nearest_exact3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured__upsample_nearest_exact3d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::_upsample_nearest_exact3d_backward", Interpolation::kNearestExact, grad_output, output_size,
-                          input_size, false, {scales_d, scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_d, scales_h, scales_w);
-}
-
-at::Tensor& _upsample_nearest_exact3d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured__upsample_nearest_exact3d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::_upsample_nearest_exact3d_backward", Interpolation::kNearestExact, grad_output, output_size,
-                          input_size, false, {scales_d, scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, scales_d, scales_h, scales_w);
-  return grad_input;
-}
-
 at::Tensor upsample_linear1d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scales) {
   return structured<at::meta::structured_upsample_linear1d>(
       nullptr, [&](const at::Tensor& output) {
@@ -364,27 +195,6 @@ at::Tensor& upsample_linear1d_out(const at::Tensor& self, at::IntArrayRef output
       },
       self, output_size, align_corners, scales);
   return out;
-}
-
-at::Tensor upsample_linear1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales) {
-  return structured<at::meta::structured_upsample_linear1d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_linear1d_backward", Interpolation::kLinear, grad_output, output_size,
-                          input_size, align_corners, {scales}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales);
-}
-
-at::Tensor& upsample_linear1d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_linear1d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_linear1d_backward", Interpolation::kLinear, grad_output, output_size,
-                          input_size, align_corners, {scales}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales);
-  return grad_input;
 }
 
 at::Tensor upsample_bilinear2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
@@ -413,27 +223,6 @@ at::Tensor& upsample_bilinear2d_out(const at::Tensor& self, at::IntArrayRef outp
   return out;
 }
 
-at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured_upsample_bilinear2d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_bilinear2d_backward", Interpolation::kLinear, grad_output, output_size,
-                          input_size, align_corners, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales_h, scales_w);
-}
-
-at::Tensor& upsample_bilinear2d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_bilinear2d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_bilinear2d_backward", Interpolation::kLinear, grad_output, output_size,
-                          input_size, align_corners, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales_h, scales_w);
-  return grad_input;
-}
-
 at::Tensor upsample_trilinear3d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
   return structured<at::meta::structured_upsample_trilinear3d>(
       nullptr, [&](const at::Tensor& output) {
@@ -451,27 +240,6 @@ at::Tensor& upsample_trilinear3d_out(const at::Tensor& self, at::IntArrayRef out
       },
       self, output_size, align_corners, scales_d, scales_h, scales_w);
   return out;
-}
-
-at::Tensor upsample_trilinear3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured_upsample_trilinear3d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_trilinear3d_backward", Interpolation::kLinear, grad_output, output_size,
-                          input_size, align_corners, {scales_d, scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w);
-}
-
-at::Tensor& upsample_trilinear3d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_trilinear3d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_trilinear3d_backward", Interpolation::kLinear, grad_output, output_size,
-                          input_size, align_corners, {scales_d, scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w);
-  return grad_input;
 }
 
 at::Tensor upsample_bicubic2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
@@ -498,27 +266,6 @@ at::Tensor& upsample_bicubic2d_out(const at::Tensor& self, at::IntArrayRef outpu
       },
       self, output_size, align_corners, scales_h, scales_w);
   return out;
-}
-
-at::Tensor upsample_bicubic2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return structured<at::meta::structured_upsample_bicubic2d_backward>(
-      nullptr, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_bicubic2d_backward", Interpolation::kCubic, grad_output, output_size,
-                          input_size, align_corners, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales_h, scales_w);
-}
-
-at::Tensor& upsample_bicubic2d_backward_out(const at::Tensor& grad_output, at::IntArrayRef output_size,
-    at::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& grad_input) {
-  structured<at::meta::structured_upsample_bicubic2d_backward>(
-      &grad_input, [&](const at::Tensor& result) {
-        upsample_backward("aten::upsample_bicubic2d_backward", Interpolation::kCubic, grad_output, output_size,
-                          input_size, align_corners, {scales_h, scales_w}, result);
-      },
-      grad_output, output_size, input_size, align_corners, scales_h, scales_w);
-  return grad_input;
 }
 
 }  // namespace kiln::torch_integration::compiled

@@ -12,6 +12,16 @@
 
 namespace kiln::torch_integration::compiled {
 
+// The floating dtypes the CPU's upsampling kernels take.
+inline bool is_half_or_float(at::ScalarType type) {
+  return type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16;
+}
+
+// The opmath type: float32 weights for the half types.
+inline at::ScalarType wide_weights(at::ScalarType type) {
+  return type == at::kDouble ? at::kDouble : at::kFloat;
+}
+
 enum class Interpolation { kNearest, kNearestExact, kLinear, kCubic };
 
 // One SpatialAxis per spatial dim: the last output_size.size() dims of a

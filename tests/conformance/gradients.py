@@ -11,7 +11,9 @@ import torch
 import torch.utils._pytree as pytree
 
 import torch_kiln
-from comparison import check_on_kiln, compare, processed, to_cpu, wider_tolerances
+from comparison import (
+    check_on_kiln, compare, no_less_accurate, processed, to_cpu, upcast_to_double,
+    wider_tolerances)
 
 
 def _cpu_copy(sample):
@@ -69,10 +71,21 @@ def run_gradient_sample(op, sample, dtype):
     except Exception as error:  # noqa: BLE001 - recorded as the op's failure
         return "kiln_raised", f"{type(error).__name__}: {str(error)[:300]}", {}, None
     executed = torch_kiln.get_executed_ops()
+    def as_accurate_as_cpu():
+        """kiln's gradients no further from the float64 ones than twice the CPU's error."""
+        try:
+            exact = reference.transform(
+                lambda value: upcast_to_double(value).requires_grad_(value.requires_grad)
+                if isinstance(value, torch.Tensor) else value)
+            exact_grads, _ = _gradients(op, exact, [c.double() for c in cotangents])
+        except Exception:  # noqa: BLE001 - no float64 form of this op or sample
+            return False
+        return no_less_accurate(to_cpu(actual), expected, exact_grads)
+
     try:
         check_on_kiln(actual)
         tolerance = compare(to_cpu(actual), expected,
-                            wider_tolerances(op, dtype, for_gradients=True))
+                            wider_tolerances(op, dtype, for_gradients=True), as_accurate_as_cpu)
     except Exception as error:  # noqa: BLE001 - assert_close raises several types
         return "mismatch", f"{type(error).__name__}: {str(error)[:300]}", executed, None
     return "match", "", executed, tolerance

@@ -37,7 +37,7 @@ import torch_kiln
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from comparison import (  # noqa: E402
-    HALF_PRECISION, as_accurate_as_cpu, check_on_kiln, compare, processed, to_cpu,
+    UPCAST, as_accurate_as_cpu, check_on_kiln, compare, processed, to_cpu,
     wider_tolerances)
 from gradients import run_gradient_sample  # noqa: E402
 from report import DTYPE_NAMES, KILN_DTYPES, markdown, summary  # noqa: E402
@@ -121,7 +121,7 @@ def run_sample(op, sample, dtype):
         actual = to_cpu(actual)
         tolerance = compare(actual, expected, wider_tolerances(op, dtype), accuracy_check=(
             (lambda: as_accurate_as_cpu(op, reference, actual, expected))
-            if dtype in HALF_PRECISION else None))
+            if dtype in UPCAST else None))
     except Exception as error:  # noqa: BLE001 - assert_close raises several types
         return "mismatch", f"{type(error).__name__}: {str(error)[:300]}", executed, None
     return "match", "", executed, tolerance

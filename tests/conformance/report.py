@@ -54,7 +54,8 @@ def summary(results):
         lines.append(f"float32 gradients: {matched} of {len(counted)} OpInfos match the CPU "
                      f"({share:.1f} %){_target_note('grad', share, {'grad': GRAD_TARGET})}, "
                      f"{counted.count('pass')} of them natively, {counted.count('fail')} fail; "
-                     f"{len(statuses) - len(counted)} skipped")
+                     f"{len(statuses) - len(counted)} skipped; {_widened(results, 'grad')} "
+                     f"matched only at a wider tolerance")
     return lines
 
 

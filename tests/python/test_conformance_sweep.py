@@ -95,3 +95,11 @@ def test_the_report_names_paths_and_the_gradient_share():
     assert "| `mm` | fallback | pass | fallback |" in text
     assert "| `exp` | compiled | pass\\* | pass |" in text
     assert "float32 gradients: 2 of 2 OpInfos match the CPU (100.0 %)" in text
+
+
+def test_as_accurate_as_the_cpu_is_judged_against_the_float64_answer():
+    import comparison
+    exact = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    cpu = torch.tensor([1.0 + 2e-7, 2.0])
+    assert comparison.no_less_accurate(torch.tensor([1.0 - 2e-7, 2.0]), cpu, exact)
+    assert not comparison.no_less_accurate(torch.tensor([1.0, 2.001]), cpu, exact)

@@ -1,10 +1,12 @@
-// Registration table of embedding_bag (kernels in compiled/embedding_bag_ops.cc).
+// Registration table of embedding_bag and grid_sampler_2d (kernels in
+// compiled/embedding_bag_ops.cc, compiled/grid_sampler_ops.cc).
 // F.embedding_bag reaches _embedding_bag (autograd) or
 // _embedding_bag_forward_only through the composite embedding_bag;
 // autograd calls _embedding_bag_backward, which picks the dense backward.
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/embedding_bag_ops.h"
+#include "kiln/aten/compiled/grid_sampler_ops.h"
 
 namespace kiln::torch_integration {
 
@@ -15,6 +17,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_embedding_bag_dense_backward", TORCH_FN(compiled::_embedding_bag_dense_backward));
   m.impl("_embedding_bag_per_sample_weights_backward",
          TORCH_FN(compiled::_embedding_bag_per_sample_weights_backward));
+  m.impl("grid_sampler_2d", TORCH_FN(compiled::grid_sampler_2d));
 }
 
 }  // namespace kiln::torch_integration

@@ -1,0 +1,68 @@
+"""Compiled grid_sampler_2d (F.grid_sample on 4-D input), forward,
+differentially against the CPU: bilinear/nearest/bicubic, zeros/border/
+reflection padding, align_corners, grids reaching outside the image,
+channels_last and transposed inputs, zero-size batches, floating dtypes and
+the CPU's errors. (Its backward still falls back.)"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from differential import FLOATING, assert_same, check, compiled_only, make
+
+A = torch.ops.aten
+MODES = ["bilinear", "nearest", "bicubic"]
+PADDINGS = ["zeros", "border", "reflection"]
+
+
+def run(image, grid, **options):
+    expected = F.grid_sample(image, grid, **options)
+    if image.dtype in (torch.float16, torch.bfloat16):
+        # The CPU rounds every intermediate (coordinates, weights, partial
+        # sums) to the half type (a coordinate rounded in half can even move
+        # a tap to the next pixel); kiln computes in float and rounds once.
+        # So the reference is the same inputs sampled in float64, rounded once.
+        expected = F.grid_sample(image.double(), grid.double(), **options).to(image.dtype)
+    actual = compiled_only(lambda: F.grid_sample(image.to("kiln"), grid.to("kiln"), **options))
+    assert_same(expected, actual, str(options))
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+@pytest.mark.parametrize("mode", MODES)
+def test_modes_and_paddings(dtype, mode):
+    image = make((2, 3, 5, 6), dtype)
+    # Reaches past the edges (padding matters) and hits pixel centres and
+    # half-way points exactly (rounding ties, integer floors).
+    grid = make((2, 4, 7, 2), dtype, low=-1.6, high=1.6)
+    grid[0, 0, :, 0] = torch.linspace(-1, 1, 7).to(dtype)
+    grid[0, 0, :, 1] = 0.5
+    for padding in PADDINGS:
+        for align_corners in (False, True):
+            run(image, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
+
+
+def test_layouts_and_sizes():
+    image = make((2, 3, 4, 5), torch.float32)
+    grid = make((2, 3, 3, 2), torch.float32, low=-1.2, high=1.2)
+    run(image.contiguous(memory_format=torch.channels_last), grid, align_corners=False)
+    run(make((2, 5, 4, 3), torch.float32).transpose(1, 3), grid, mode="bicubic", align_corners=True)
+    run(image, make((2, 3, 6, 2), torch.float32).transpose(1, 2)[:, ::2], padding_mode="reflection",
+        align_corners=False)
+    run(image[:0], grid[:0], align_corners=False)
+    run(image, grid[:, :0], align_corners=False)
+    run(make((1, 1, 1, 1), torch.float32), grid[:1], mode="bicubic", padding_mode="reflection",
+        align_corners=True)
+
+
+def test_errors_match_the_cpu():
+    image = make((1, 2, 3, 3), torch.float32)
+    grid = make((1, 2, 2, 2), torch.float32)
+    cases = [
+        (image, grid.double()),
+        (image[0], grid),
+        (image, make((1, 2, 2, 3), torch.float32)),
+        (make((2, 2, 3, 3), torch.float32), grid),
+        (make((1, 2, 0, 3), torch.float32), grid),
+        (image.long(), grid.long()),
+    ]
+    for arguments in cases:
+        check(lambda i, g: A.grid_sampler_2d(i, g, 0, 0, False), *arguments)

@@ -18,6 +18,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_embedding_bag_per_sample_weights_backward",
          TORCH_FN(compiled::_embedding_bag_per_sample_weights_backward));
   m.impl("grid_sampler_2d", TORCH_FN(compiled::grid_sampler_2d));
+  m.impl("grid_sampler_2d_backward", TORCH_FN(compiled::grid_sampler_2d_backward));
 }
 
 }  // namespace kiln::torch_integration

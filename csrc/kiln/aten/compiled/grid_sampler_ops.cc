@@ -86,7 +86,10 @@ at::Tensor cubic_far(const at::Tensor& t) {  // 1 < |t| < 2
   return t.mul(A).sub(5 * A).mul(t).add(8 * A).mul(t).sub(4 * A);
 }
 
-void check_arguments(const at::Tensor& input, const at::Tensor& grid, int64_t mode, int64_t padding) {
+
+}  // namespace
+
+void check_grid_sampler_2d_arguments(const at::Tensor& input, const at::Tensor& grid, int64_t mode, int64_t padding) {
   TORCH_CHECK(input.scalar_type() == grid.scalar_type(), "expected scalar type ", input.scalar_type(),
               " but found ", grid.scalar_type());
   TORCH_CHECK(grid.dim() >= 1 && grid.size(-1) == input.dim() - 2, "grid_sampler(): expected grid to have size ",
@@ -109,12 +112,10 @@ void check_arguments(const at::Tensor& input, const at::Tensor& grid, int64_t mo
                               c10::toString(input.scalar_type()), "'");
 }
 
-}  // namespace
-
 at::Tensor grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation_mode,
                            int64_t padding_mode, bool align_corners) {
   record_op("aten::grid_sampler_2d", OpPath::kCompiled);
-  check_arguments(input, grid, interpolation_mode, padding_mode);
+  check_grid_sampler_2d_arguments(input, grid, interpolation_mode, padding_mode);
   const at::ScalarType type = input.scalar_type();
   const at::ScalarType compute = (type == at::kHalf || type == at::kBFloat16) ? at::kFloat : type;
   const int64_t batch = input.size(0), channels = input.size(1);

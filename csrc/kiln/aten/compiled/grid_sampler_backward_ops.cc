@@ -6,6 +6,8 @@
 // padding multiply by 0 or +-1 as the CPU's clip/reflect "set_grad" helpers,
 // 0 at and beyond the clip limits). Nearest gives a zero grad_grid; bicubic
 // applies the padding per tap, so only the scale multiplies its grid gradient.
+// In the input's dtype, as the forward (half types agree with the CPU to
+// about one unit in the last place: the sums run in another order).
 #include <ATen/ATen.h>
 
 #include <array>
@@ -105,7 +107,7 @@ std::tuple<at::Tensor, at::Tensor> grid_sampler_2d_backward(
   record_op("aten::grid_sampler_2d_backward", OpPath::kCompiled);
   check_grid_sampler_2d_arguments(input, grid, interpolation_mode, padding_mode);
   const at::ScalarType type = input.scalar_type();
-  const at::ScalarType compute = (type == at::kHalf || type == at::kBFloat16) ? at::kFloat : type;
+  const at::ScalarType compute = type;  // see above
   const int64_t batch = input.size(0), channels = input.size(1);
   const int64_t height = input.size(2), width = input.size(3);
   const int64_t out_h = grid.size(1), out_w = grid.size(2);

@@ -13,8 +13,10 @@
 //    nearest: the pixel at round-half-even (nearbyint); bicubic: 4x4 taps around
 //    floor, cubic convolution with A = -0.75, the padding applied to each tap's
 //    coordinate (the centre is unnormalized only), rows first then columns.
-// Arithmetic is in float for half and bfloat16 (rounded once at the end),
-// else in the input's dtype. Errors are the CPU's, raised before any launch.
+// Arithmetic is in the input's dtype, every step rounded, half types too: the
+// CPU's kernel does the same steps in the same order, so even half and
+// bfloat16 results (where a rounded coordinate can pick another pixel) match
+// it bit for bit. Errors are the CPU's, raised before any launch.
 #include "kiln/aten/compiled/grid_sampler_ops.h"
 
 #include <ATen/ATen.h>
@@ -59,7 +61,7 @@ at::Tensor apply_padding(const at::Tensor& coordinate, int64_t size, int64_t pad
 }
 
 struct Planes {
-  at::Tensor flat;  // (N, C, H * W), compute dtype
+  at::Tensor flat;  // (N, C, H * W)
   int64_t channels, height, width;
 };
 
@@ -117,15 +119,14 @@ at::Tensor grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int6
   record_op("aten::grid_sampler_2d", OpPath::kCompiled);
   check_grid_sampler_2d_arguments(input, grid, interpolation_mode, padding_mode);
   const at::ScalarType type = input.scalar_type();
-  const at::ScalarType compute = (type == at::kHalf || type == at::kBFloat16) ? at::kFloat : type;
   const int64_t batch = input.size(0), channels = input.size(1);
   const int64_t height = input.size(2), width = input.size(3);
   const int64_t out_h = grid.size(1), out_w = grid.size(2);
   if (batch == 0 || channels == 0 || out_h == 0 || out_w == 0) {
     return at::zeros({batch, channels, out_h, out_w}, input.options());
   }
-  Planes planes{input.to(compute).reshape({batch, channels, height * width}), channels, height, width};
-  at::Tensor grid_values = grid.to(compute);
+  Planes planes{input.reshape({batch, channels, height * width}), channels, height, width};
+  at::Tensor grid_values = grid;
   at::Tensor x = unnormalize(grid_values.select(3, 0), width, align_corners);
   at::Tensor y = unnormalize(grid_values.select(3, 1), height, align_corners);
   at::Tensor result;

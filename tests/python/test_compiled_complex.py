@@ -127,3 +127,16 @@ def test_fft_backward_runs_on_device():
         return leaf.grad
 
     compiled_only(lambda: check(irfft_gradient, x, message="irfft backward"))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_matmul_of_conjugated_views(dtype):
+    """The library matmul keeps lazy conjugate bits (linalg.eig's backward
+    multiplies by V.mH): a dropped bit gives silently wrong values."""
+    v = make((3, 3), dtype)
+    check(lambda a: a.mH @ a, v, message="mH @ v")
+    check(lambda a: a @ a.conj(), v, message="v @ conj")
+    check(lambda a: torch.bmm(a.mH[None], a[None]), v, message="bmm")
+    check(lambda a: torch.addmm(a, a.conj(), a), v, message="addmm")
+    check(lambda a: torch.baddbmm(a[None], a.mH[None], a[None]), v, message="baddbmm")
+    check(lambda a: (-a.conj()).resolve_conj() @ a.conj(), v, message="neg of conj")

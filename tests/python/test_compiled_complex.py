@@ -140,3 +140,33 @@ def test_matmul_of_conjugated_views(dtype):
     check(lambda a: torch.addmm(a, a.conj(), a), v, message="addmm")
     check(lambda a: torch.baddbmm(a[None], a.mH[None], a[None]), v, message="baddbmm")
     check(lambda a: (-a.conj()).resolve_conj() @ a.conj(), v, message="neg of conj")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_polar(dtype):
+    for layout, magnitude in variants((5, 7), dtype, low=0.0, high=3.0):
+        angle = make(magnitude.shape, dtype, low=-4.0, high=4.0)
+        compiled_only(lambda: check(torch.polar, magnitude, angle, message=f"polar {dtype} {layout}"))
+    magnitude = make((4, 1), dtype, low=0.0, high=3.0)
+    angle = make((5,), dtype, low=-4.0, high=4.0)
+    compiled_only(lambda: check(torch.polar, magnitude, angle, message="broadcast"))
+    compiled_only(lambda: check(
+        lambda a, b: torch.polar(a, b, out=torch.empty(0, device=a.device, dtype=torch.polar(a[:0], b[:0]).dtype)),
+        magnitude, angle, message="out="))
+
+
+def test_polar_errors_and_backward():
+    x = make((4,), torch.float32, low=0.5, high=2.0)
+    check(torch.polar, x, x.double(), message="mixed dtypes")
+    check(torch.polar, x.long(), x.long(), message="integer inputs")
+    check(lambda a, b: torch.polar(a, b, out=torch.empty(4, device=a.device, dtype=torch.complex128)),
+          x, x, message="wrong out dtype")
+
+    def gradients(magnitude, angle):
+        magnitude = magnitude.clone().requires_grad_(True)
+        angle = angle.clone().requires_grad_(True)
+        torch.polar(magnitude, angle).abs().pow(2).sum().backward()
+        (torch.polar(magnitude, angle) * (1 - 2j)).real.sum().backward()
+        return magnitude.grad, angle.grad
+
+    compiled_only(lambda: check(gradients, x, make((4,), torch.float32), message="polar backward"))

@@ -12,13 +12,13 @@ from conftest import run_python
 
 def test_fallback_result_matches_cpu_and_is_tracked():
     torch_kiln.clear_op_tracking()
-    # Ops picked because Kiln does not lower them (complex results).
-    a, b = torch.rand(5, 3) + 1.5, torch.rand(5, 3) + 0.5
-    result = torch.polar(a.to("kiln"), b.to("kiln"))
+    # Ops picked because Kiln does not lower them (complex inputs or results).
+    a = torch.complex(torch.rand(5, 3) + 1.5, torch.rand(5, 3) + 0.5)
+    result = torch.angle(a.to("kiln"))
     assert result.device.type == "kiln"
-    assert torch.equal(result.cpu(), torch.polar(a, b))
+    assert torch.equal(result.cpu(), torch.angle(a))
     fallback = torch_kiln.get_fallback_ops()
-    assert any(name.startswith("aten::polar") for name in fallback)
+    assert any(name.startswith("aten::angle") for name in fallback)
     executed = torch_kiln.get_executed_ops()
     assert executed["aten::_copy_from"]["native"] >= 3
     assert all(set(paths) <= {"native", "compiled", "library", "fallback"}
@@ -39,16 +39,16 @@ def test_fallback_warns_once_per_op():
 
 
 def test_fallback_mode_error_names_the_op_and_leaves_inputs_untouched():
-    x = torch.arange(4.0, device="kiln")
-    out = torch.zeros(4, dtype=torch.complex64, device="kiln")
+    x = torch.arange(4.0).to(torch.complex64).to("kiln")
+    out = torch.zeros(4, device="kiln")
     torch_kiln.set_fallback_mode("error")
     try:
-        with pytest.raises(NotImplementedError, match=r"aten::polar.*KILN_FALLBACK=error"):
-            torch.polar(x, x, out=out)
+        with pytest.raises(NotImplementedError, match=r"aten::angle.*KILN_FALLBACK=error"):
+            torch.angle(x, out=out)
     finally:
         torch_kiln.set_fallback_mode("warn")
-    assert torch.equal(x.cpu(), torch.arange(4.0))
-    assert torch.equal(out.cpu(), torch.zeros(4, dtype=torch.complex64))
+    assert torch.equal(x.cpu(), torch.arange(4.0).to(torch.complex64))
+    assert torch.equal(out.cpu(), torch.zeros(4))
 
 
 def test_fallback_mode_from_environment():
@@ -56,12 +56,12 @@ def test_fallback_mode_from_environment():
         import torch, torch_kiln
         assert torch_kiln.get_fallback_mode() == "error"
         try:
-            torch.polar(torch.ones(2, device="kiln"), torch.ones(2, device="kiln"))
+            torch.angle(torch.ones(2, dtype=torch.complex64, device="kiln"))
         except NotImplementedError as error:
             print(str(error).splitlines()[0])
     """, KILN_FALLBACK="error")
     assert result.returncode == 0, result.stderr
-    assert "aten::polar" in result.stdout and "not lowered for the kiln device" in result.stdout
+    assert "aten::angle" in result.stdout and "not lowered for the kiln device" in result.stdout
 
 
 def test_silent_mode_has_no_warning():

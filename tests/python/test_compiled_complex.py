@@ -170,3 +170,15 @@ def test_polar_errors_and_backward():
         return magnitude.grad, angle.grad
 
     compiled_only(lambda: check(gradients, x, make((4,), torch.float32), message="polar backward"))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_square_and_inverse_power(dtype):
+    for layout, x in variants((5, 7), dtype):
+        compiled_only(lambda: check(torch.square, x, message=f"square {layout}"))
+        compiled_only(lambda: check(lambda a: a ** (2 + 0j), x, message=f"pow 2+0j {layout}"))
+        x.add_(2 * x.sgn())  # |z| >= 2: no division by 0
+        compiled_only(lambda: check(lambda a: torch.pow(a, -1), x, message=f"pow -1 {layout}"))
+    x = make((3, 4), dtype)
+    compiled_only(lambda: check(lambda a: a.clone().pow_(2), x, message="pow_ 2"))
+    compiled_only(lambda: check(lambda a: torch.pow(a, 2, out=torch.empty_like(a)), x, message="pow out="))

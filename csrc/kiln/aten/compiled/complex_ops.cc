@@ -239,7 +239,7 @@ bool run_complex_binary(const char* op_name, std::string_view key, at::TensorIte
 bool run_complex_unary(const char* op_name, std::string_view key, at::TensorIteratorBase& iter) {
   c10::ScalarType common = iter.common_dtype();
   if (!is_supported_complex(common)) return false;
-  if (key != "neg" && key != "sgn" && key != "reciprocal") return false;
+  if (key != "neg" && key != "sgn" && key != "reciprocal" && key != "square") return false;
   at::Tensor output = iter.output(0);
   Operands operands{output.sizes()};
   operands.key = "complex_" + std::string(key) + "_";
@@ -251,6 +251,10 @@ bool run_complex_unary(const char* op_name, std::string_view key, at::TensorIter
     Math math{context.builder, part};
     Complex z = reader.next(operands.kinds[0]);
     if (key == "neg") return {math.neg(z.real), math.neg(z.imaginary)};
+    if (key == "square") {
+      Complex result = math.multiply(z, z);
+      return {result.real, result.imaginary};
+    }
     if (key == "reciprocal") {
       Complex one{math.constant(1.0), math.constant(0.0)};
       Complex result = math.divide(one, z);

@@ -27,7 +27,8 @@ bool is_supported_complex(c10::ScalarType type);
 bool run_complex_binary(const char* op_name, std::string_view key, at::TensorIteratorBase& iter,
                         const c10::Scalar& alpha = c10::Scalar(1));
 
-// Runs the unary op `key` ("neg", "sgn" or "reciprocal") on `iter`'s input
+// Runs the unary op `key` ("neg", "sgn", "reciprocal" or "square", z * z
+// for pow(z, 2)) on `iter`'s input
 // into its output when the common dtype is a supported complex dtype; false
 // otherwise.
 bool run_complex_unary(const char* op_name, std::string_view key, at::TensorIteratorBase& iter);

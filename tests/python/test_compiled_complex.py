@@ -182,3 +182,22 @@ def test_square_and_inverse_power(dtype):
     x = make((3, 4), dtype)
     compiled_only(lambda: check(lambda a: a.clone().pow_(2), x, message="pow_ 2"))
     compiled_only(lambda: check(lambda a: torch.pow(a, 2, out=torch.empty_like(a)), x, message="pow out="))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_equality(dtype):
+    for layout, x in variants((5, 7), dtype):
+        delta = torch.zeros(x.numel(), dtype=dtype)
+        delta[::3] = 1j  # imaginary parts differ here
+        delta[1::3] = 1  # real parts differ here
+        y = x + delta.reshape(x.shape)
+        for op in [torch.eq, torch.ne]:
+            compiled_only(lambda: check(op, x, y, message=f"{op.__name__} {layout}"))
+            compiled_only(lambda: check(op, x, x, message=f"{op.__name__} {layout} same"))
+    x = torch.tensor([1 + 2j, 1 - 2j, 2j, 1], dtype=dtype)
+    for op in [torch.eq, torch.ne]:
+        compiled_only(lambda: check(op, x, 1 + 2j, message="python complex"))
+        compiled_only(lambda: check(op, x, 1, message="python int"))
+        compiled_only(lambda: check(op, x, torch.tensor([1.0, 2.0, 0.0, 1.0]), message="real tensor"))
+        compiled_only(lambda: check(op, x, x.conj(), message="conj view"))
+        check(lambda a, b: op(a, b, out=torch.empty(0, device=a.device)), x, x.conj(), message="out=float")

@@ -204,7 +204,8 @@ bool run_complex_binary(const char* op_name, std::string_view key, at::TensorIte
   c10::ScalarType common = iter.common_dtype();
   if (!is_supported_complex(common)) return false;
   bool additive = key == "add" || key == "sub";
-  if (!additive && key != "mul" && key != "div") return false;
+  bool comparison = key == "eq" || key == "ne";
+  if (!additive && !comparison && key != "mul" && key != "div") return false;
   at::Tensor output = iter.output(0);
   Operands operands{output.sizes()};
   operands.key = "complex_" + std::string(key) + "_";
@@ -214,12 +215,20 @@ bool run_complex_binary(const char* op_name, std::string_view key, at::TensorIte
                                                 : alpha.toDouble() == 1.0);
   if (scaled) operands.add_alpha(alpha);
   ir::DType part = part_dtype(common);
-  launch(op_name, operands.key, operands, operands.scalars, output, common,
+  // eq and ne give bool (cast into an out= tensor of another dtype).
+  c10::ScalarType result_type = comparison ? c10::ScalarType::Bool : common;
+  launch(op_name, operands.key, operands, operands.scalars, output, result_type,
          [&](ElementwiseContext& context) -> std::vector<ValueId> {
     Reader reader(context, part);
     Math math{context.builder, part};
     Complex x = reader.next(operands.kinds[0]);
     Complex y = reader.next(operands.kinds[1]);
+    if (comparison) {
+      ir::Builder& builder = context.builder;
+      ValueId equal = builder.binary(OpCode::kLogicalAnd, builder.binary(OpCode::kEqual, x.real, y.real),
+                                     builder.binary(OpCode::kEqual, x.imaginary, y.imaginary));
+      return {key == "eq" ? equal : builder.unary(OpCode::kLogicalNot, equal)};
+    }
     Complex result;
     if (additive) {
       if (scaled) y = math.multiply(reader.alpha(), y);

@@ -20,7 +20,8 @@ namespace kiln::torch_integration::compiled {
 // Whether `type` is a complex dtype these kernels cover (not ComplexHalf).
 bool is_supported_complex(c10::ScalarType type);
 
-// Runs the binary op `key` ("add", "sub", "mul" or "div", true division) on
+// Runs the binary op `key` ("add", "sub", "mul", "div" (true division), or
+// the comparisons "eq" and "ne") on
 // `iter`'s two inputs when its common dtype is a supported complex dtype;
 // `alpha` scales the second operand of add and sub. Returns false, doing
 // nothing, for other keys or dtypes.

@@ -46,7 +46,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kiln/aten/compiled/complex_ops.h"
+#include "kiln/aten/compiled/complex_arithmetic.h"
 #include "kiln/aten/compiled/pointwise_support.h"
 #include "kiln/aten/compiled/structured_iterator.h"
 
@@ -83,7 +83,7 @@ const at::Tensor& run_structured(const char* op_name, const char* key, const cha
                                  const at::Tensor& self, const PointwiseBody& body) {
   iter.meta(self);
   // neg, sgn and reciprocal of complex64/complex128: the view_as_real
-  // lowering (complex_ops.h); the op's name without "_kiln" is its key there.
+  // lowering (complex_arithmetic.h); the op's name without "_kiln" is its key there.
   std::string_view name(dispatch_name);
   if (run_complex_unary(op_name, name.substr(0, name.size() - 5), iter)) return iter.result();
   check_dispatch_dtype(dispatch_name, dispatch_dtype(iter), allowed);

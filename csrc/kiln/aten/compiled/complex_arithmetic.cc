@@ -1,4 +1,4 @@
-// Complex pointwise arithmetic through view_as_real (see complex_ops.h).
+// Complex pointwise arithmetic through view_as_real (see complex_arithmetic.h).
 //
 // Every operand becomes a (real, imaginary) pair of IR values in the
 // component dtype of the iterator's common dtype (float for complex64, double
@@ -12,7 +12,7 @@
 // output's dtype differs from the common dtype (an out= tensor of the other
 // complex width), the kernel writes a temporary that is copied into it, as
 // the CPU computes in the common dtype and casts.
-#include "kiln/aten/compiled/complex_ops.h"
+#include "kiln/aten/compiled/complex_arithmetic.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/view_as_real.h>

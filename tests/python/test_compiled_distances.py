@@ -1,4 +1,5 @@
-"""Distances and statistics: dot (library path), equal (what cov and corrcoef use),
+"""Distances and statistics: dot (library path), equal (compiled, in
+binary_extra_ops.cc; what cov and corrcoef use),
 cdist and pdist (forward and backward), differentially against the CPU."""
 import pytest
 import torch

@@ -56,6 +56,24 @@ def test_linspace(dtype):
     on_both(lambda device: torch.linspace(0, 1, -1, device=device), message="negative steps")
 
 
+@pytest.mark.parametrize("dtype", FLOATING + INTEGRAL + [torch.int8])
+def test_logspace(dtype):
+    for start, end, steps, base in [(0, 1, 7, 10.0), (-3, 5, 2, 2.0), (2, -2, 9, 2.5), (0, 6, 5, 3.0),
+                                    (1, 1, 4, 10.0), (3, 8, 1, 2.0), (0, 1, 0, 10.0),
+                                    (-2, 2, 6, 0.5)]:
+        on_both(lambda device: torch.logspace(start, end, steps, base, dtype=dtype, device=device),
+                message=f"{dtype} {start} {end} {steps} {base}")
+    on_both(lambda device: torch.logspace(0, 1, -1, device=device), message="negative steps")
+    compiled_only(lambda: on_both(lambda device: torch.logspace(
+        -1, 2, 10, dtype=dtype, device=device), message="compiled"))
+
+    def into_strided(device):
+        out = torch.zeros(30, dtype=dtype, device=device)[::3]
+        return torch.logspace(0, 2, 10, 2.0, out=out), out
+
+    on_both(into_strided, message="strided out")
+
+
 def test_linspace_long_and_strided():
     # Long enough for the CPU's vectorized loop (whose chunks start from a
     # rounded base): the tolerance absorbs the last-bit differences.

@@ -12,13 +12,14 @@ from conftest import run_python
 
 def test_fallback_result_matches_cpu_and_is_tracked():
     torch_kiln.clear_op_tracking()
-    # Ops picked because Kiln does not lower them (complex inputs or results).
-    a = torch.complex(torch.rand(5, 3) + 1.5, torch.rand(5, 3) + 0.5)
-    result = torch.angle(a.to("kiln"))
-    assert result.device.type == "kiln"
-    assert torch.equal(result.cpu(), torch.angle(a))
+    # Ops picked because Kiln does not lower them (histogram: see docs/operators.md).
+    a = torch.rand(5, 3)
+    hist, edges = torch.histogram(a.to("kiln"), bins=4)
+    assert hist.device.type == "kiln" and edges.device.type == "kiln"
+    expected = torch.histogram(a, bins=4)
+    assert torch.equal(hist.cpu(), expected.hist) and torch.equal(edges.cpu(), expected.bin_edges)
     fallback = torch_kiln.get_fallback_ops()
-    assert any(name.startswith("aten::angle") for name in fallback)
+    assert any(name.startswith("aten::histogram") for name in fallback)
     executed = torch_kiln.get_executed_ops()
     assert executed["aten::_copy_from"]["native"] >= 3
     assert all(set(paths) <= {"native", "compiled", "library", "fallback"}
@@ -31,24 +32,24 @@ def test_fallback_warns_once_per_op():
     x = torch.randn(4, device="kiln")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        torch.complex(x, x)
-        torch.complex(x, x)
+        torch.histogram(x, bins=3)
+        torch.histogram(x, bins=3)
     messages = [str(w.message) for w in caught if "ran on the CPU" in str(w.message)]
     assert len(messages) == 1
-    assert "aten::complex" in messages[0]
+    assert "aten::histogram" in messages[0]
 
 
 def test_fallback_mode_error_names_the_op_and_leaves_inputs_untouched():
-    x = torch.arange(4.0).to(torch.complex64).to("kiln")
-    out = torch.zeros(4, device="kiln")
+    x = torch.arange(4.0, device="kiln")
+    hist, edges = torch.zeros(3, device="kiln"), torch.zeros(4, device="kiln")
     torch_kiln.set_fallback_mode("error")
     try:
-        with pytest.raises(NotImplementedError, match=r"aten::angle.*KILN_FALLBACK=error"):
-            torch.angle(x, out=out)
+        with pytest.raises(NotImplementedError, match=r"aten::histogram.*KILN_FALLBACK=error"):
+            torch.histogram(x, bins=3, out=(hist, edges))
     finally:
         torch_kiln.set_fallback_mode("warn")
-    assert torch.equal(x.cpu(), torch.arange(4.0).to(torch.complex64))
-    assert torch.equal(out.cpu(), torch.zeros(4))
+    assert torch.equal(x.cpu(), torch.arange(4.0))
+    assert torch.equal(hist.cpu(), torch.zeros(3)) and torch.equal(edges.cpu(), torch.zeros(4))
 
 
 def test_fallback_mode_from_environment():
@@ -56,12 +57,12 @@ def test_fallback_mode_from_environment():
         import torch, torch_kiln
         assert torch_kiln.get_fallback_mode() == "error"
         try:
-            torch.angle(torch.ones(2, dtype=torch.complex64, device="kiln"))
+            torch.histogram(torch.ones(2, device="kiln"), bins=2)
         except NotImplementedError as error:
             print(str(error).splitlines()[0])
     """, KILN_FALLBACK="error")
     assert result.returncode == 0, result.stderr
-    assert "aten::angle" in result.stdout and "not lowered for the kiln device" in result.stdout
+    assert "aten::histogram" in result.stdout and "not lowered for the kiln device" in result.stdout
 
 
 def test_silent_mode_has_no_warning():
@@ -69,7 +70,7 @@ def test_silent_mode_has_no_warning():
         import warnings, torch
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            torch.complex(torch.ones(2, device="kiln"), torch.ones(2, device="kiln"))
+            torch.histogram(torch.ones(2, device="kiln"), bins=2)
         print(len([w for w in caught if "ran on the CPU" in str(w.message)]))
     """, KILN_FALLBACK="silent")
     assert result.returncode == 0, result.stderr

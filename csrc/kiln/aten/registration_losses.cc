@@ -1,7 +1,6 @@
 // The registration table of the losses, distances and statistics family
 // (kernels in compiled/): binary cross entropy, smooth l1, huber, multi
-// margin, multilabel margin and ctc losses; equal (what cov and corrcoef
-// reach); hash_tensor; cdist and pdist;
+// margin, multilabel margin and ctc losses; hash_tensor; cdist and pdist;
 // the flash attention for cpu that scaled_dot_product_attention picks.
 #include <torch/library.h>
 
@@ -13,7 +12,6 @@
 #include "kiln/aten/compiled/margin_loss_ops.h"
 #include "kiln/aten/compiled/multilabel_margin_loss_ops.h"
 #include "kiln/aten/compiled/robust_regression_loss_ops.h"
-#include "kiln/aten/compiled/vector_reduction_ops.h"
 
 namespace kiln::torch_integration {
 
@@ -43,7 +41,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_ctc_loss", TORCH_FN(compiled::ctc_loss));
   m.impl("_ctc_loss_backward", TORCH_FN(compiled::ctc_loss_backward));
 
-  m.impl("equal", TORCH_FN(compiled::equal));
   m.impl("hash_tensor", TORCH_FN(compiled::hash_tensor));
   m.impl("hash_tensor.out", TORCH_FN(compiled::hash_tensor_out));
 

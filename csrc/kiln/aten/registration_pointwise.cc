@@ -159,6 +159,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", TORCH_FN(compiled::arange_out));
   m.impl("linspace.out", TORCH_FN(compiled::linspace_out));
+  m.impl("logspace.out", TORCH_FN(compiled::logspace_out));
   m.impl("eye.out", TORCH_FN(compiled::eye_out));
   m.impl("eye.m_out", TORCH_FN(compiled::eye_m_out));
   KILN_IMPL_UNARY(m, tril)

@@ -115,11 +115,17 @@ const char* opcode_name(OpCode code) {
     case OpCode::kLogicalXor: return "logical_xor";
     case OpCode::kSelect: return "select";
     case OpCode::kCast: return "cast";
+    case OpCode::kNextAfter: return "next_after";
+    case OpCode::kFrexpMantissa: return "frexp_mantissa";
+    case OpCode::kFrexpExponent: return "frexp_exponent";
   }
   return "unknown";
 }
 
 OpClass opcode_class(OpCode code) {
+  // Pointwise extras sit after kCast, outside the ranges below.
+  if (code == OpCode::kNextAfter) return OpClass::kBinary;
+  if (code == OpCode::kFrexpMantissa || code == OpCode::kFrexpExponent) return OpClass::kUnary;
   if (code <= OpCode::kAccumulatorIndex) return OpClass::kLeaf;
   if (code <= OpCode::kAiryAi) return OpClass::kUnary;
   if (code <= OpCode::kIsInf) return OpClass::kUnaryPredicate;
@@ -144,7 +150,9 @@ int opcode_arity(OpCode code) {
 
 bool opcode_needs_floating(OpCode code) {
   return (code >= OpCode::kExp && code <= OpCode::kSigmoid) || code == OpCode::kAtan2 ||
-         code == OpCode::kCopysign || code == OpCode::kHypot || opcode_is_special_function(code);
+         code == OpCode::kCopysign || code == OpCode::kHypot || code == OpCode::kNextAfter ||
+         code == OpCode::kFrexpMantissa || code == OpCode::kFrexpExponent ||
+         opcode_is_special_function(code);
 }
 
 bool opcode_needs_integral(OpCode code) {

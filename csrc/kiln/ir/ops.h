@@ -61,6 +61,12 @@ enum class OpCode : uint8_t {
   kSelect,  // args[0] ? args[1] : args[2]
   kCast,    // args[0] converted to the node's dtype; `integer` holds the rounding
             // target dtype for casts to float16/bfloat16
+
+  // Pointwise extras: the functions no composition of the ops above computes
+  // exactly. Floating only; same dtype in and out.
+  kNextAfter,       // binary: the next representable value after args[0] toward args[1]
+  kFrexpMantissa,   // unary: frexp's mantissa, in [0.5, 1) in magnitude (x for 0, inf, NaN)
+  kFrexpExponent,   // unary: frexp's exponent, as a value of the node's dtype (0 for 0, inf, NaN)
 };
 
 enum class OpClass : uint8_t {

@@ -8,6 +8,7 @@
 #include <ATen/native/RangeUtils.h>
 #include <ATen/ops/empty.h>
 
+#include <cmath>
 #include <type_traits>
 
 #include "kiln/aten/compiled/coordinate_launch.h"
@@ -218,6 +219,48 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
   }
   c10::SmallVector<c10::Scalar, 5> scalars = linspace_scalars(start, end, steps, out.scalar_type());
   launch_with_coordinates("aten::linspace.out", "linspace", out, {}, scalars, 0, linspace_value);
+  return out;
+}
+
+at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps,
+                         double base, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps == 0) return out;
+  if (steps == 1) {  // as the CPU: one power in double
+    out.fill_(std::pow(base, start.to<double>()));
+    return out;
+  }
+  // As the CPU computes it: start, end and their difference in the dtype,
+  // then everything in double (step, exponent and the power of the double
+  // base), converted to the dtype once at the store.
+  double first = 0, last = 0, span = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(c10::kHalf, c10::kBFloat16, out.scalar_type(), "logspace_cpu", [&] {
+    const scalar_t typed_first = start.to<scalar_t>();
+    const scalar_t typed_last = end.to<scalar_t>();
+    first = static_cast<double>(typed_first);
+    last = static_cast<double>(typed_last);
+    span = static_cast<double>(static_cast<scalar_t>(typed_last - typed_first));
+  });
+  const c10::Scalar scalars[] = {first, last, span / static_cast<double>(steps - 1), steps / 2,
+                                 steps, base};
+  launch_with_coordinates("aten::logspace.out", "logspace", out, {}, scalars, 0,
+                          [](CoordinateContext& context) {
+    ir::Builder& builder = context.builder;
+    auto as_double = [&](ValueId value) { return builder.cast(value, DType::kFloat64); };
+    ValueId index = builder.linear_index();
+    ValueId step = as_double(context.scalars[2]);
+    ValueId remaining = builder.binary(
+        OpCode::kSubtract, builder.binary(OpCode::kSubtract, context.scalars[4], index),
+        builder.constant(1, DType::kInt64));
+    ValueId from_start = builder.binary(OpCode::kAdd, as_double(context.scalars[0]),
+                                        builder.binary(OpCode::kMultiply, step, as_double(index)));
+    ValueId from_end = builder.binary(OpCode::kSubtract, as_double(context.scalars[1]),
+                                      builder.binary(OpCode::kMultiply, step, as_double(remaining)));
+    ValueId exponent = builder.select(builder.binary(OpCode::kLess, index, context.scalars[3]),
+                                      from_start, from_end);
+    return builder.binary(OpCode::kPower, as_double(context.scalars[5]), exponent);
+  });
   return out;
 }
 

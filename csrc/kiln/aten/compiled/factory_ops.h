@@ -1,4 +1,4 @@
-// Compiled factories and fills: arange, linspace, eye, tril, triu, and the
+// Compiled factories and fills: arange, linspace, logspace, eye, tril, triu, and the
 // strided fill behind fill_ (native/fill.cc keeps dense fills, which are a
 // memset-like loop). Registered in aten/registration_pointwise.cc; full,
 // zeros, ones and *_like are composites over empty and fill_.
@@ -10,6 +10,8 @@
 //   - linspace: start + step * i for the first half and end - step * (n-1-i)
 //     for the second; integers in double, float16/bfloat16 with each operation
 //     rounded to the half type, as c10::Half arithmetic rounds;
+//   - logspace: start and end in the dtype, then step, exponent and
+//     base ** exponent in double, converted once at the store;
 //   - eye, tril, triu: one pass over the output (eye writes its zeros too).
 #pragma once
 
@@ -29,6 +31,8 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
                        at::Tensor& out);
 at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps,
                          at::Tensor& out);
+at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps,
+                         double base, at::Tensor& out);
 at::Tensor& eye_out(int64_t n, at::Tensor& out);
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out);
 

@@ -175,6 +175,10 @@ void max_pool2d_into(const at::Tensor& input, const Pool2dParameters& p, const a
   }
 }
 
+}  // namespace
+
+// Shared with adaptive max pooling (adaptive_max_pool_ops.cc): the same
+// indices into each input plane.
 void max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& indices,
                               const at::Tensor& grad_input) {
   constexpr const char* kOpName = "aten::max_pool2d_with_indices_backward";
@@ -224,7 +228,6 @@ void max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& i
   launch_pool_kernel(spec);
 }
 
-}  // namespace
 
 std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
     const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,

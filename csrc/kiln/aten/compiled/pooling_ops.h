@@ -74,4 +74,9 @@ at::Tensor& adaptive_avg_pool2d_out(const at::Tensor& self, at::IntArrayRef outp
                                     at::Tensor& out);
 at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self);
 
+// grad_input = 0, then grad_output added at each index (h * W + w within its
+// plane); floating dtypes. Also the backward of adaptive max pooling.
+void max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& indices,
+                              const at::Tensor& grad_input);
+
 }  // namespace kiln::torch_integration::compiled

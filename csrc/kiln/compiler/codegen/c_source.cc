@@ -447,6 +447,11 @@ class Emitter {
         if (target == DType::kBFloat16) return "kiln_round_bf16(" + converted + ")";
         return converted;
       }
+      case OpCode::kNextAfter: return call("nextafter", 2);
+      case OpCode::kFrexpMantissa:
+        return "kiln_frexp_mantissa_" + std::string(helper_suffix(type)) + "(" + arg(0) + ")";
+      case OpCode::kFrexpExponent:
+        return "kiln_frexp_exponent_" + std::string(helper_suffix(type)) + "(" + arg(0) + ")";
     }
     return "0";
   }

@@ -189,6 +189,12 @@ static inline uint32_t kiln_philox(uint64_t seed, uint64_t offset, uint64_t inde
   }
   return word == 0 ? c0 : word == 1 ? c1 : word == 2 ? c2 : c3;
 }
+/* Pointwise extras: frexp as two expressions (the exponent as a value of the
+   argument's type); libm's frexp gives 0 for zero, infinity and NaN. */
+static inline float kiln_frexp_mantissa_f32(float x) { int e; return __builtin_frexpf(x, &e); }
+static inline float kiln_frexp_exponent_f32(float x) { int e; __builtin_frexpf(x, &e); return (float)e; }
+static inline double kiln_frexp_mantissa_f64(double x) { int e; return __builtin_frexp(x, &e); }
+static inline double kiln_frexp_exponent_f64(double x) { int e; __builtin_frexp(x, &e); return (double)e; }
 )KILN";
 }
 

@@ -16,6 +16,11 @@ TOLERANCES = {
     torch.bfloat16: (1.6e-2, 1e-5),
     torch.float32: (1.3e-6, 1e-5),
     torch.float64: (1e-7, 1e-7),
+    # Complex results are compared with their part dtype's tolerances, as
+    # assert_close does.
+    torch.complex32: (1e-3, 1e-5),
+    torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
 }
 
 FLOATING = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -28,6 +33,11 @@ def make(shape, dtype, low=-3.0, high=3.0, generator=None):
     if dtype == torch.bool:
         return torch.rand(shape, generator=generator) > 0.5
     values = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+    if dtype.is_complex:
+        # Both parts random: a real-valued complex tensor would hide mixups
+        # of the real and imaginary parts.
+        imaginary = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+        return torch.complex(values, imaginary).to(dtype)
     if not dtype.is_floating_point:
         values = values.round()
     return values.to(dtype)

@@ -6,6 +6,7 @@
 #include <ATen/ScalarOps.h>
 #include <ATen/native/BinaryOps.h>
 
+#include "kiln/aten/compiled/complex_arithmetic.h"
 #include "kiln/aten/compiled/pointwise.h"
 #include "kiln/aten/compiled/pointwise_support.h"
 
@@ -51,6 +52,8 @@ at::Tensor run(const char* op_name, std::string_view key, Config config, const a
                Coverage coverage = {}, c10::ArrayRef<c10::Scalar> scalars = {}) {
   at::TensorIterator iter = make_iterator(config, out, self, other);
   if (coverage.name != nullptr) check_dispatch_dtype(coverage.name, dispatch_dtype(iter), coverage.allowed);
+  // complex64/complex128 mul, div, eq and ne: the view_as_real lowering (complex_arithmetic.h).
+  if (scalars.empty() && run_complex_binary(op_name, key, iter)) return iter.output();
   launch_pointwise(op_name, key, iter, scalars, body);
   return iter.output();
 }
@@ -62,6 +65,7 @@ at::Tensor run_with_alpha(const char* op_name, OpCode op, const at::Tensor& out,
   at::TensorBase target = out;
   at::TensorIterator iter = at::TensorIterator::binary_op(target, self, other);
   at::native::alpha_check(iter.common_dtype(), alpha);
+  if (run_complex_binary(op_name, op == OpCode::kAdd ? "add" : "sub", iter, alpha)) return iter.output();
   bool unit = alpha.isIntegral(true) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0;
   if (unit) {
     launch_pointwise(op_name, op == OpCode::kAdd ? "add" : "sub", iter, {}, apply(op));

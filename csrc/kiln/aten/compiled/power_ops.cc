@@ -8,6 +8,7 @@
 #include <ATen/ops/pow_meta.h>
 #include <ATen/ops/result_type.h>
 
+#include "kiln/aten/compiled/complex_arithmetic.h"
 #include "kiln/aten/compiled/pointwise_support.h"
 #include "kiln/aten/compiled/structured_iterator.h"
 
@@ -84,6 +85,12 @@ const at::Tensor& run_pow(const char* op_name, StructuredIterator<Meta>& iter,
                           const at::Tensor& self, const c10::Scalar& exponent) {
   iter.meta(self, exponent);
   c10::ScalarType type = dispatch_dtype(iter);
+  // Complex x**2 (torch.square) and x**-1 through the complex lowering
+  // (complex_arithmetic.h); other complex exponents are not lowered.
+  if (c10::isComplexType(type)) {
+    const char* complex_key = exponent.equal(2.0) ? "square" : exponent.equal(-1.0) ? "reciprocal" : "";
+    if (run_complex_unary(op_name, complex_key, iter)) return iter.result();
+  }
   PowerPlan plan = plan_for(exponent, type);
   // Exponents 0 and 1 fill and copy on the CPU, for every dtype.
   if (std::string_view(plan.key) != "pow_zero" && std::string_view(plan.key) != "pow_one") {

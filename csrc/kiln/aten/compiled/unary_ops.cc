@@ -46,6 +46,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/aten/compiled/complex_arithmetic.h"
 #include "kiln/aten/compiled/pointwise_support.h"
 #include "kiln/aten/compiled/structured_iterator.h"
 
@@ -81,6 +82,10 @@ const at::Tensor& run_structured(const char* op_name, const char* key, const cha
                                  DTypeSet allowed, StructuredIterator<Meta>& iter,
                                  const at::Tensor& self, const PointwiseBody& body) {
   iter.meta(self);
+  // neg, sgn and reciprocal of complex64/complex128: the view_as_real
+  // lowering (complex_arithmetic.h); the op's name without "_kiln" is its key there.
+  std::string_view name(dispatch_name);
+  if (run_complex_unary(op_name, name.substr(0, name.size() - 5), iter)) return iter.result();
   check_dispatch_dtype(dispatch_name, dispatch_dtype(iter), allowed);
   launch_rounded(op_name, key, iter, {}, body);
   return iter.result();
@@ -164,16 +169,22 @@ KILN_DEFINE_STRUCTURED_UNARY(bitwise_not, "bitwise_not", kIntegralTypes | kBoolT
 
 // abs is not structured: abs and abs_ are composites over abs.out.
 at::Tensor abs(const at::Tensor& self) {
+  if (self.is_complex()) return complex_abs("aten::abs", self, at::Tensor());
   return run_unary_op("aten::abs", "abs", "abs_kiln", kNumericTypes, at::Tensor(), self,
                       apply(OpCode::kAbs));
 }
 
 at::Tensor& abs_(at::Tensor& self) {
+  TORCH_CHECK(!self.is_complex(), "In-place abs is not supported for complex tensors.");
   run_unary_op("aten::abs_", "abs", "abs_kiln", kNumericTypes, self, self, apply(OpCode::kAbs));
   return self;
 }
 
 at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.is_complex()) {
+    complex_abs("aten::abs.out", self, out);
+    return out;
+  }
   run_unary_op("aten::abs.out", "abs", "abs_kiln", kNumericTypes, out, self, apply(OpCode::kAbs));
   return out;
 }

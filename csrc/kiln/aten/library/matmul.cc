@@ -5,6 +5,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/baddbmm.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/mm.h>
 
@@ -75,7 +76,15 @@ void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, s
             Call call) {
   if (out.numel() == 0) return;
   std::vector<at::Tensor> aliases;
-  for (const at::Tensor& input : inputs) aliases.push_back(host_alias(input));
+  for (const at::Tensor& input : inputs) {
+    // Keep the lazy conjugate and negative bits (x.mH @ x, a.conj() @ b):
+    // host_alias sees only the stored values, and the CPU kernel resolves
+    // the bits as it does for a CPU view.
+    at::Tensor alias = host_alias(input);
+    if (input.is_conj()) alias = alias.conj();
+    if (input.is_neg()) alias = at::_neg_view(alias);
+    aliases.push_back(alias);
+  }
   at::Tensor target = out;
   at::Tensor target_alias = host_alias(out);
   check_status(stream_of(out).launch(name, bytes,

@@ -1,8 +1,6 @@
 """The CPU fallback and op tracking: every op that reaches the device is
 counted by path, fallbacks warn once per op, and KILN_FALLBACK=error turns
 them into a NotImplementedError naming the op without touching the inputs."""
-import warnings
-
 import pytest
 import torch
 
@@ -29,16 +27,21 @@ def test_fallback_result_matches_cpu_and_is_tracked():
 
 
 def test_fallback_warns_once_per_op():
-    x = torch.randn(4, device="kiln")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        # An op no other test of this file runs: the warning is once per process.
+    # In a fresh process: the warning is once per op per process, and other
+    # tests of the suite may have run the op already.
+    result = run_python("""
+        import warnings, torch
+        x = torch.randn(4, device="kiln")
         lengths = torch.tensor([1, 3], device="kiln")
-        torch.segment_reduce(x, "sum", lengths=lengths)
-        torch.segment_reduce(x, "sum", lengths=lengths)
-    messages = [str(w.message) for w in caught if "ran on the CPU" in str(w.message)]
-    assert len(messages) == 1
-    assert "aten::segment_reduce" in messages[0]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.segment_reduce(x, "sum", lengths=lengths)
+            torch.segment_reduce(x, "sum", lengths=lengths)
+        messages = [str(w.message) for w in caught if "ran on the CPU" in str(w.message)]
+        print(len(messages), "aten::segment_reduce" in messages[0])
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 True"
 
 
 def test_fallback_mode_error_names_the_op_and_leaves_inputs_untouched():
@@ -135,7 +138,7 @@ def test_explicit_kiln_generator():
     assert torch.equal(torch.randn(16, device="kiln", generator=generator).cpu(), first)
 
 
-def test_conjugated_views_copy_and_fall_back_without_recursing():
+def test_conjugated_views_copy_without_recursing():
     # A conj() view copied to or from kiln: ATen's generic handling of the
     # Conjugate key recursed through _copy_from until the stack overflowed
     # (torch.fft.hfft crashed the process); kiln resolves the view on the host.
@@ -145,8 +148,6 @@ def test_conjugated_views_copy_and_fall_back_without_recursing():
     assert torch.equal(c.conj().to("kiln").cpu(), c.conj().resolve_conj())
     assert torch.equal(k._neg_view().cpu().resolve_neg(), -c)
     x = torch.randn(5, 6, 7)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the FFT runs through the fallback
-        result = torch.fft.hfft(x.to("kiln"), n=10, dim=1, norm="ortho")
+    result = torch.fft.hfft(x.to("kiln"), n=10, dim=1, norm="ortho")  # the library path
     assert result.device.type == "kiln"
     torch.testing.assert_close(result.cpu(), torch.fft.hfft(x, n=10, dim=1, norm="ortho"))

@@ -111,3 +111,26 @@ def compiled_only(fn):
     fallbacks = torch_kiln.get_fallback_ops()
     assert not fallbacks, f"ops fell back to the CPU: {fallbacks}"
     return result
+
+
+def check_with_gradient(fn, base, backward=True, only_compiled=True):
+    """fn(base) on the CPU and on a kiln copy, compared; with `backward` (and a
+    floating base) the gradients of base for one random cotangent too. With
+    `only_compiled`, no op may fall back on kiln."""
+    differentiable = backward and base.dtype.is_floating_point
+    cpu = base.detach().clone().requires_grad_(differentiable)
+    kiln = base.detach().to("kiln").requires_grad_(differentiable)
+    expected = fn(cpu)
+    incoming = make(expected.shape, expected.dtype) if differentiable else None
+
+    def on_kiln():
+        actual = fn(kiln)
+        if differentiable:
+            actual.backward(incoming.to("kiln"))
+        return actual
+
+    actual = compiled_only(on_kiln) if only_compiled else on_kiln()
+    assert_same(expected, actual)
+    if differentiable:
+        expected.backward(incoming)
+        assert_same(cpu.grad, kiln.grad, "grad")

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from differential import FLOATING, assert_same, compiled_only, make
+from differential import FLOATING, assert_same, check_with_gradient, compiled_only, make
 
 A = torch.ops.aten
 CASES = [
@@ -16,24 +16,7 @@ CASES = [
 NEGATIVE = [((2, 3, 6), (-1, 2)), ((2, 3, 5, 6), (-1, 2, 1, -2)), ((1, 2, 4, 5, 6), (-1, 1, 2, -2, 0, 1))]
 
 
-def run_both(fn, base, only_compiled=True):
-    differentiable = base.dtype.is_floating_point
-    cpu = base.detach().clone().requires_grad_(differentiable)
-    kiln = base.detach().to("kiln").requires_grad_(differentiable)
-    expected = fn(cpu)
-    incoming = make(expected.shape, expected.dtype) if differentiable else None
-
-    def on_kiln():
-        actual = fn(kiln)
-        if differentiable:
-            actual.backward(incoming.to("kiln"))
-        return actual
-
-    actual = compiled_only(on_kiln) if only_compiled else on_kiln()
-    assert_same(expected, actual)
-    if differentiable:
-        expected.backward(incoming)
-        assert_same(cpu.grad, kiln.grad, "grad")
+run_both = check_with_gradient
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate"])

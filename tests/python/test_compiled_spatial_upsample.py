@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from differential import FLOATING, TOLERANCES, assert_same, compiled_only, make
+from differential import FLOATING, assert_same, check_with_gradient, make
 
 MODES = [
     ("nearest", (2, 3, 5)), ("nearest", (2, 3, 5, 6)), ("nearest", (2, 2, 3, 4, 5)),
@@ -19,24 +19,7 @@ RESIZES = [dict(scale_factor=2), dict(scale_factor=1.7), dict(scale_factor=0.6),
            dict(scale_factor=2.3, recompute_scale_factor=True), dict(size=5)]
 
 
-def run_both(fn, base, backward=True, only_compiled=True):
-    differentiable = backward and base.dtype.is_floating_point
-    cpu = base.detach().clone().requires_grad_(differentiable)
-    kiln = base.detach().to("kiln").requires_grad_(differentiable)
-    expected = fn(cpu)
-    incoming = make(expected.shape, expected.dtype) if differentiable else None
-
-    def on_kiln():
-        actual = fn(kiln)
-        if differentiable:
-            actual.backward(incoming.to("kiln"))
-        return actual
-
-    actual = compiled_only(on_kiln) if only_compiled else on_kiln()
-    assert_same(expected, actual)
-    if differentiable:
-        expected.backward(incoming)
-        assert_same(cpu.grad, kiln.grad, "grad")
+run_both = check_with_gradient
 
 
 @pytest.mark.parametrize("mode,shape", MODES, ids=[f"{m}{len(s) - 2}d" for m, s in MODES])

@@ -30,14 +30,6 @@ namespace {
 using ir::OpCode;
 using ir::ValueId;
 
-// [start, end) of adaptive window `index` of `outputs` over `inputs`.
-std::pair<ValueId, ValueId> adaptive_window(PoolContext& context, ValueId index, ValueId outputs,
-                                            ValueId inputs) {
-  ValueId start = context.floor_div(context.mul(index, inputs), outputs);
-  ValueId end = context.ceil_div(context.mul(context.add(index, context.int64(1)), inputs), outputs);
-  return {start, end};
-}
-
 void adaptive_max_pool2d_into(const at::Tensor& input, const at::Tensor& output,
                               const at::Tensor& indices) {
   constexpr const char* kOpName = "aten::adaptive_max_pool2d";

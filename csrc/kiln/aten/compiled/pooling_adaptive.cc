@@ -25,14 +25,6 @@ namespace {
 using ir::OpCode;
 using ir::ValueId;
 
-// [start, end) of adaptive window `index` of `outputs` over `inputs`.
-std::pair<ValueId, ValueId> adaptive_window(PoolContext& context, ValueId index, ValueId outputs,
-                                            ValueId inputs) {
-  ValueId start = context.floor_div(context.mul(index, inputs), outputs);
-  ValueId end = context.ceil_div(context.mul(context.add(index, context.int64(1)), inputs), outputs);
-  return {start, end};
-}
-
 void check_input(const at::Tensor& input, at::IntArrayRef output_size) {
   TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
   const int64_t rank = input.dim();

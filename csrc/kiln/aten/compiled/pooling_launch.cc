@@ -253,4 +253,12 @@ void launch_pool_kernel(const PoolKernelSpec& spec) {
   launch_kernel(stream, spec.op_name, entry, args, shape, std::move(keep_alive));
 }
 
+std::pair<ir::ValueId, ir::ValueId> adaptive_window(PoolContext& context, ir::ValueId index,
+                                                    ir::ValueId outputs, ir::ValueId inputs) {
+  ir::ValueId start = context.floor_div(context.mul(index, inputs), outputs);
+  ir::ValueId end =
+      context.ceil_div(context.mul(context.add(index, context.int64(1)), inputs), outputs);
+  return {start, end};
+}
+
 }  // namespace kiln::torch_integration::compiled

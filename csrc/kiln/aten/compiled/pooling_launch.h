@@ -157,4 +157,10 @@ TapBlocks plan_tap_blocks(int64_t rows, int64_t columns);
 // `output_size` outputs over `input_size` inputs.
 int64_t max_adaptive_window(int64_t output_size, int64_t input_size);
 
+// [start, end) of adaptive pooling window `index` of `outputs` over
+// `inputs` (all int64 values): floor(index * inputs / outputs) and
+// ceil((index + 1) * inputs / outputs), as ATen's adaptive pools.
+std::pair<ir::ValueId, ir::ValueId> adaptive_window(PoolContext& context, ir::ValueId index,
+                                                    ir::ValueId outputs, ir::ValueId inputs);
+
 }  // namespace kiln::torch_integration::compiled

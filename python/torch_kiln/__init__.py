@@ -6,6 +6,10 @@ Op tracking:
     get_fallback_ops()  the ops that ran on the CPU through the fallback
     clear_op_tracking()
 
+torch.compile(model, backend="kiln"):
+    compile_stats()     graphs, nodes, kernels, compile seconds, recompiles (docs/compiled_path.md)
+    reset_compile_stats()
+
 Kernel compiler:
     compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
     reset_compiler_stats()
@@ -32,15 +36,19 @@ import torch
 from . import _C
 from ._registration import register as _register
 from .compiler import compiler_stats, reset_compiler_stats
+from .compile import compile_stats, reset_compile_stats
+from .compile import register as _register_compile_backend
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
 
 __all__ = [
     "clear_op_tracking",
+    "compile_stats",
     "compiler_stats",
     "get_executed_ops",
     "get_fallback_mode",
     "get_fallback_ops",
+    "reset_compile_stats",
     "reset_compiler_stats",
     "set_fallback_mode",
 ]
@@ -52,6 +60,7 @@ def _autoload():
 
 
 _register()
+_register_compile_backend()
 # Finish queued device work while Python can still run the destructors it
 # triggers (see _C._drain_streams).
 atexit.register(_C._drain_streams)

@@ -1,0 +1,54 @@
+#include "kiln/aten/program/extern_call.h"
+
+#include <c10/util/Exception.h>
+
+namespace kiln::torch_integration::program {
+namespace {
+
+c10::IValue tensor_argument(const ExternCall::TensorArgument& argument,
+                            const std::vector<at::Tensor>& values) {
+  using Kind = ExternCall::TensorArgument::Kind;
+  switch (argument.kind) {
+    case Kind::kSingle:
+      if (argument.values[0] == ir::kNoValue) return c10::IValue();
+      return values[argument.values[0]];
+    case Kind::kList: {
+      c10::List<at::Tensor> list;
+      list.reserve(argument.values.size());
+      for (ir::GraphValueId value : argument.values) list.push_back(values[value]);
+      return list;
+    }
+    case Kind::kOptionalList: {
+      c10::List<std::optional<at::Tensor>> list;
+      list.reserve(argument.values.size());
+      for (ir::GraphValueId value : argument.values) {
+        list.push_back(value == ir::kNoValue ? std::optional<at::Tensor>() : values[value]);
+      }
+      return list;
+    }
+  }
+  return c10::IValue();
+}
+
+}  // namespace
+
+void ExternCall::run(std::vector<at::Tensor>& values) const {
+  torch::jit::Stack stack = arguments;
+  for (const TensorArgument& argument : tensor_arguments) {
+    stack[argument.position] = tensor_argument(argument, values);
+  }
+  try {
+    op->callBoxed(stack);
+  } catch (c10::Error& error) {
+    error.add_context("in the compiled graph's call of " + label +
+                      (source_line.empty() ? std::string() : " from " + source_line));
+    throw;
+  }
+  for (const Result& result : results) {
+    const c10::IValue& returned = stack.at(result.position);
+    values[result.value] = result.list_index < 0 ? returned.toTensor()
+                                                 : returned.toTensorList().get(result.list_index);
+  }
+}
+
+}  // namespace kiln::torch_integration::program

@@ -1,0 +1,50 @@
+// ExternCall: one node of a compiled graph that Kiln runs as an ATen op on the
+// device (matmul and convolution on the library path, views, sorting, ...),
+// called through the dispatcher with a stack built once at compile time.
+//
+// The stack holds every non-tensor argument already converted; the tensor
+// arguments are graph values, put in place at each call. The op reaches
+// Kiln's own kernel for it (or, with fallback="eager", the CPU fallback), so
+// it is tracked and queued like the same op in eager mode.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+
+namespace kiln::torch_integration::program {
+
+struct ExternCall {
+  // Where graph values go in the stack.
+  struct TensorArgument {
+    enum class Kind : uint8_t { kSingle, kList, kOptionalList } kind = Kind::kSingle;
+    int position = 0;                         // argument index in the schema
+    std::vector<ir::GraphValueId> values;     // kNoValue: None (optional tensors)
+  };
+  // Where the op's results go: return `position`, element `list_index` of a
+  // Tensor[] return (-1 for a Tensor return), into graph value `value`.
+  struct Result {
+    int position = 0;
+    int list_index = -1;
+    ir::GraphValueId value = ir::kNoValue;
+  };
+
+  std::optional<c10::OperatorHandle> op;
+  std::string label;         // "aten::mm", for errors
+  std::string source_line;   // the user's line that made the node, for errors
+  torch::jit::Stack arguments;
+  std::vector<TensorArgument> tensor_arguments;
+  std::vector<Result> results;
+
+  // Calls the op on `values`, writing its results into `values`. An error of
+  // the op is raised with the node and the user's source line added.
+  void run(std::vector<at::Tensor>& values) const;
+};
+
+}  // namespace kiln::torch_integration::program

@@ -1,0 +1,77 @@
+#include "kiln/aten/program/fused_launch.h"
+
+#include "kiln/aten/compiled/elementwise.h"
+#include "kiln/aten/compiled/reduction.h"
+
+namespace kiln::torch_integration::program {
+namespace {
+
+// Emits `fragment` into `builder`: kLoad k becomes `loads[k]`, kAccumulator
+// the reduction's accumulator. Returns the value of every fragment node.
+std::vector<ir::ValueId> replay(ir::Builder& builder, const std::vector<ir::Node>& fragment,
+                                const std::vector<ir::ValueId>& loads) {
+  std::vector<ir::ValueId> ids(fragment.size(), ir::kNoValue);
+  for (size_t i = 0; i < fragment.size(); ++i) {
+    const ir::Node& node = fragment[i];
+    auto arg = [&](int a) { return ids[node.args[a]]; };
+    switch (node.op) {
+      case ir::OpCode::kLoad:
+        ids[i] = loads.at(node.integer);
+        break;
+      case ir::OpCode::kAccumulator:
+        ids[i] = builder.accumulator();
+        break;
+      case ir::OpCode::kConstant:
+        ids[i] = builder.constant(ir::is_integer(node.dtype) ? static_cast<double>(node.integer) : node.real,
+                                  node.dtype);
+        break;
+      case ir::OpCode::kCast:
+        ids[i] = builder.cast(arg(0), node.dtype);
+        break;
+      case ir::OpCode::kSelect:
+        ids[i] = builder.select(arg(0), arg(1), arg(2));
+        break;
+      default:
+        ids[i] = ir::opcode_arity(node.op) == 1 ? builder.unary(node.op, arg(0))
+                                                : builder.binary(node.op, arg(0), arg(1));
+        break;
+    }
+  }
+  return ids;
+}
+
+std::vector<ir::ValueId> pick(const std::vector<ir::ValueId>& ids, const std::vector<ir::ValueId>& which) {
+  std::vector<ir::ValueId> picked;
+  for (ir::ValueId index : which) picked.push_back(ids[index]);
+  return picked;
+}
+
+}  // namespace
+
+void launch_fused_pointwise(const compiler::FusedKernel& kernel, std::string_view op_key,
+                            c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs) {
+  compiled::launch_elementwise(
+      "kiln::fused_pointwise", op_key, inputs, outputs, {},
+      [&](compiled::ElementwiseContext& context) {
+        return pick(replay(context.builder, kernel.expression, context.inputs), kernel.results);
+      });
+}
+
+void launch_fused_reduction(const compiler::FusedKernel& kernel, std::string_view op_key,
+                            c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs) {
+  const int64_t rank = static_cast<int64_t>(kernel.iteration_sizes.size());
+  std::vector<int64_t> reduced(kernel.reduced_dims.begin(), kernel.reduced_dims.end());
+  std::vector<at::Tensor> keepdim_outputs;
+  for (const at::Tensor& output : outputs) keepdim_outputs.push_back(compiled::keepdim_view(output, rank, reduced));
+  compiled::ReductionSpec spec;
+  spec.op = kernel.reduce_op;
+  spec.element = [&](compiled::ReductionContext& context) {
+    return replay(context.builder, kernel.expression, context.inputs)[kernel.reduced_value];
+  };
+  spec.epilogue = [&](compiled::ReductionContext& context) {
+    return pick(replay(context.builder, kernel.epilogue, {}), kernel.results);
+  };
+  compiled::launch_reduction("kiln::fused_reduction", op_key, inputs, keepdim_outputs, reduced, {}, spec);
+}
+
+}  // namespace kiln::torch_integration::program

@@ -1,0 +1,122 @@
+#include "kiln/aten/program/program.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/util/Exception.h>
+
+#include "kiln/aten/compiled/ir_dtype.h"
+#include "kiln/aten/program/fused_launch.h"
+#include "kiln/base/hash.h"
+#include "kiln/compiler/passes/dead_code.h"
+
+namespace kiln::torch_integration::program {
+namespace {
+
+// The kernel-signature key of a fused kernel: a digest of everything that
+// shapes its code.
+std::string kernel_key(const compiler::FusedKernel& kernel) {
+  std::string text = ir::print_fragment(kernel.expression);
+  text += kernel.kind == ir::KernelKind::kReduction ? "|reduce " : "|pointwise";
+  if (kernel.kind == ir::KernelKind::kReduction) {
+    text += std::string(ir::reduce_op_name(kernel.reduce_op)) + " %" + std::to_string(kernel.reduced_value) +
+            "|" + ir::print_fragment(kernel.epilogue);
+  }
+  text += "|results";
+  for (ir::ValueId result : kernel.results) text += " " + std::to_string(result);
+  return "fused:" + digest_hex(text);
+}
+
+}  // namespace
+
+Program::Program(ProgramDescription description) : description_(std::move(description)) {
+  ir::Graph& graph = description_.graph;
+  const std::string problem = ir::check_graph(graph);
+  TORCH_CHECK(problem.empty(), "kiln: the graph handed to the compiler is malformed: ", problem);
+  statistics_.nodes = static_cast<int>(graph.nodes.size());
+  statistics_.removed_nodes = compiler::eliminate_dead_code(graph);
+  fusion_ = compiler::fuse(graph);
+  for (const compiler::FusedKernel& kernel : fusion_.kernels) {
+    kernel_keys_.push_back(kernel_key(kernel));
+    TORCH_CHECK(kernel.inputs.size() + kernel.outputs.size() <= ir::kMaxOperands,
+                "kiln: a fused kernel has more than ", ir::kMaxOperands, " operands");
+    statistics_.fused_nodes += static_cast<int>(kernel.nodes.size());
+    statistics_.stored_values += static_cast<int64_t>(kernel.outputs.size());
+    statistics_.unstored_values += static_cast<int64_t>(kernel.nodes.size() - kernel.outputs.size());
+  }
+  statistics_.kernels = static_cast<int>(fusion_.kernels.size());
+
+  // Liveness: each value is released after the last step that reads it,
+  // unless it is a graph output.
+  std::vector<int> last_read(graph.values.size(), -1);
+  auto note_reads = [&](const std::vector<ir::GraphValueId>& values, int step) {
+    for (ir::GraphValueId value : values) last_read[value] = step;
+  };
+  for (size_t s = 0; s < fusion_.steps.size(); ++s) {
+    const compiler::ProgramStep& step = fusion_.steps[s];
+    if (step.kind == compiler::ProgramStep::Kind::kKernel) {
+      note_reads(fusion_.kernels[step.index].inputs, static_cast<int>(s));
+    } else {
+      ++statistics_.extern_calls;
+      note_reads(graph.nodes[step.index].inputs, static_cast<int>(s));
+    }
+  }
+  for (ir::GraphValueId output : graph.outputs) last_read[output] = -1;
+  releases_.resize(fusion_.steps.size());
+  for (size_t value = 0; value < last_read.size(); ++value) {
+    if (last_read[value] >= 0) releases_[last_read[value]].push_back(static_cast<ir::GraphValueId>(value));
+  }
+}
+
+at::Tensor Program::allocate(ir::GraphValueId value) const {
+  const ir::TensorValue& tensor = description_.graph.values[value];
+  auto options = at::TensorOptions()
+                     .dtype(compiled::to_scalar_type(tensor.dtype))
+                     .device(c10::Device(c10::DeviceType::PrivateUse1, description_.device_index));
+  const std::vector<int64_t>& strides = description_.strides[value];
+  if (strides.empty()) return at::empty(tensor.sizes, options);
+  return at::empty_strided(tensor.sizes, strides, options);
+}
+
+void Program::run_kernel(int index, std::vector<at::Tensor>& values) const {
+  const compiler::FusedKernel& kernel = fusion_.kernels[index];
+  std::vector<at::Tensor> inputs, outputs;
+  inputs.reserve(kernel.inputs.size());
+  for (ir::GraphValueId input : kernel.inputs) inputs.push_back(values[input].expand(kernel.iteration_sizes));
+  outputs.reserve(kernel.outputs.size());
+  for (ir::GraphValueId output : kernel.outputs) {
+    values[output] = allocate(output);
+    outputs.push_back(values[output]);
+  }
+  if (kernel.kind == ir::KernelKind::kReduction) {
+    launch_fused_reduction(kernel, kernel_keys_[index], inputs, outputs);
+  } else {
+    launch_fused_pointwise(kernel, kernel_keys_[index], inputs, outputs);
+  }
+}
+
+std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) const {
+  const ir::Graph& graph = description_.graph;
+  TORCH_CHECK(inputs.size() == graph.inputs.size(), "kiln: the compiled graph takes ", graph.inputs.size(),
+              " tensors, got ", inputs.size());
+  std::vector<at::Tensor> values(graph.values.size());
+  for (size_t i = 0; i < inputs.size(); ++i) values[graph.inputs[i]] = inputs[i];
+  for (size_t s = 0; s < fusion_.steps.size(); ++s) {
+    const compiler::ProgramStep& step = fusion_.steps[s];
+    if (step.kind == compiler::ProgramStep::Kind::kKernel) {
+      run_kernel(step.index, values);
+    } else {
+      description_.calls[graph.nodes[step.index].call].run(values);
+    }
+    for (ir::GraphValueId value : releases_[s]) values[value] = at::Tensor();
+  }
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(graph.outputs.size());
+  for (ir::GraphValueId output : graph.outputs) outputs.push_back(values[output]);
+  return outputs;
+}
+
+std::string Program::graph_text() const { return ir::print_graph(description_.graph); }
+
+std::string Program::fusion_text() const { return compiler::print_fusion(description_.graph, fusion_); }
+
+}  // namespace kiln::torch_integration::program

@@ -1,0 +1,267 @@
+#include "kiln/compiler/passes/fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace kiln::compiler {
+namespace {
+
+using ir::GraphNode;
+using ir::GraphNodeKind;
+using ir::GraphValueId;
+
+struct Group {
+  ir::KernelKind kind = ir::KernelKind::kPointwise;
+  std::vector<int64_t> sizes;  // pointwise: output sizes; reduction: the reduced input's
+  std::vector<int> nodes;      // in graph order
+  int reduction_node = -1;     // reduction groups: the node folding
+  bool sealed = false;         // something outside reads its values: it takes no more nodes
+};
+
+class Fuser {
+ public:
+  explicit Fuser(const ir::Graph& graph) : graph_(graph) {
+    producer_.assign(graph.values.size(), -1);
+    readers_.resize(graph.values.size());
+    is_output_.assign(graph.values.size(), false);
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      for (GraphValueId output : graph.nodes[n].outputs) {
+        if (output != ir::kNoValue) producer_[output] = static_cast<int>(n);
+      }
+      for (GraphValueId input : graph.nodes[n].inputs) readers_[input].push_back(static_cast<int>(n));
+    }
+    for (GraphValueId output : graph.outputs) is_output_[output] = true;
+    group_of_.assign(graph.nodes.size(), -1);
+  }
+
+  FusionResult run() {
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) place(static_cast<int>(n));
+    FusionResult result;
+    std::map<int, ProgramStep> steps_by_position;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      result.kernels.push_back(build_kernel(groups_[g]));
+      steps_by_position[groups_[g].nodes.back()] = {ProgramStep::Kind::kKernel, static_cast<int>(g)};
+    }
+    for (int n : externs_) steps_by_position[n] = {ProgramStep::Kind::kExtern, n};
+    for (auto& [position, step] : steps_by_position) result.steps.push_back(step);
+    return result;
+  }
+
+ private:
+  int group_of_value(GraphValueId value) const {
+    const int node = producer_[value];
+    return node < 0 ? -1 : group_of_[node];
+  }
+
+  void seal_producers(const GraphNode& node, int except_group) {
+    for (GraphValueId input : node.inputs) {
+      const int group = group_of_value(input);
+      if (group >= 0 && group != except_group) groups_[group].sealed = true;
+    }
+  }
+
+  int new_group(int node, ir::KernelKind kind, std::vector<int64_t> sizes) {
+    groups_.push_back({kind, std::move(sizes), {node}, kind == ir::KernelKind::kReduction ? node : -1});
+    group_of_[node] = static_cast<int>(groups_.size() - 1);
+    return group_of_[node];
+  }
+
+  void join(int node, int group) {
+    groups_[group].nodes.push_back(node);
+    group_of_[node] = group;
+  }
+
+  void place(int n) {
+    const GraphNode& node = graph_.nodes[n];
+    switch (node.kind) {
+      case GraphNodeKind::kExtern:
+        seal_producers(node, -1);
+        externs_.push_back(n);
+        return;
+      case GraphNodeKind::kReduction:
+        place_reduction(n);
+        return;
+      case GraphNodeKind::kPointwise:
+        place_pointwise(n);
+        return;
+    }
+  }
+
+  // True when every value of `group` is read only by its own nodes or `reader`.
+  bool read_only_inside(const Group& group, int reader) const {
+    for (int member : group.nodes) {
+      for (GraphValueId value : graph_.nodes[member].outputs) {
+        if (value == ir::kNoValue) continue;
+        if (is_output_[value]) return false;
+        for (int user : readers_[value]) {
+          if (user != reader && group_of_[user] != group_of_[member]) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  void place_reduction(int n) {
+    const GraphNode& node = graph_.nodes[n];
+    const std::vector<int64_t>& input_sizes = graph_.values[node.inputs[0]].sizes;
+    const int producer = group_of_value(node.inputs[0]);
+    if (producer >= 0) {
+      Group& group = groups_[producer];
+      if (!group.sealed && group.kind == ir::KernelKind::kPointwise && group.sizes == input_sizes &&
+          read_only_inside(group, n)) {
+        group.kind = ir::KernelKind::kReduction;
+        group.reduction_node = n;
+        join(n, producer);
+        return;
+      }
+    }
+    seal_producers(node, -1);
+    new_group(n, ir::KernelKind::kReduction, input_sizes);
+  }
+
+  // True when `node` reads only the reduction result or epilogue values of
+  // reduction group `group`, and has that result's sizes.
+  bool fits_epilogue(const GraphNode& node, int group) const {
+    const Group& candidate = groups_[group];
+    if (candidate.sealed || candidate.kind != ir::KernelKind::kReduction || node.inputs.empty()) return false;
+    const GraphNode& reduction = graph_.nodes[candidate.reduction_node];
+    if (graph_.values[node.outputs[0]].sizes != graph_.values[reduction.outputs[0]].sizes) return false;
+    for (GraphValueId input : node.inputs) {
+      const int producer = producer_[input];
+      if (producer < 0 || group_of_[producer] != group || producer < candidate.reduction_node) return false;
+    }
+    return true;
+  }
+
+  void place_pointwise(int n) {
+    const GraphNode& node = graph_.nodes[n];
+    const std::vector<int64_t>& sizes = graph_.values[node.outputs[0]].sizes;
+    int chosen = -1;
+    if (!node.inputs.empty()) {
+      const int first = group_of_value(node.inputs[0]);
+      if (first >= 0 && fits_epilogue(node, first)) chosen = first;
+    }
+    if (chosen < 0) {
+      for (GraphValueId input : node.inputs) {
+        const int group = group_of_value(input);
+        if (group < 0 || groups_[group].sealed || groups_[group].kind != ir::KernelKind::kPointwise) continue;
+        if (groups_[group].sizes == sizes && graph_.values[input].sizes == sizes) chosen = std::max(chosen, group);
+      }
+    }
+    seal_producers(node, chosen);
+    if (chosen >= 0) {
+      join(n, chosen);
+    } else {
+      new_group(n, ir::KernelKind::kPointwise, sizes);
+    }
+  }
+
+  bool read_outside(GraphValueId value, int group) const {
+    if (is_output_[value]) return true;
+    for (int user : readers_[value]) {
+      if (group_of_[user] != group) return true;
+    }
+    return false;
+  }
+
+  // Appends `fragment` (of graph node `node`) to `out`, turning loads of values
+  // already computed in `local` into references and the others into kernel
+  // inputs. Returns the index of the fragment's result in `out`.
+  ir::ValueId append_fragment(const std::vector<ir::Node>& fragment, const GraphNode& node,
+                              std::unordered_map<GraphValueId, ir::ValueId>& local,
+                              std::vector<ir::Node>& out, FusedKernel& kernel) {
+    std::vector<ir::ValueId> remap(fragment.size(), ir::kNoValue);
+    for (size_t i = 0; i < fragment.size(); ++i) {
+      ir::Node copy = fragment[i];
+      if (copy.op == ir::OpCode::kLoad) {
+        const GraphValueId value = node.inputs[copy.integer];
+        if (auto found = local.find(value); found != local.end()) {
+          remap[i] = found->second;
+          continue;
+        }
+        auto position = std::find(kernel.inputs.begin(), kernel.inputs.end(), value);
+        if (position == kernel.inputs.end()) position = kernel.inputs.insert(kernel.inputs.end(), value);
+        copy.integer = position - kernel.inputs.begin();
+      } else {
+        const int arity = ir::opcode_arity(copy.op);
+        for (int a = 0; a < arity; ++a) copy.args[a] = remap[copy.args[a]];
+      }
+      remap[i] = static_cast<ir::ValueId>(out.size());
+      out.push_back(copy);
+    }
+    return remap.back();
+  }
+
+  FusedKernel build_kernel(const Group& group) {
+    FusedKernel kernel;
+    kernel.kind = group.kind;
+    kernel.nodes = group.nodes;
+    kernel.iteration_sizes = group.sizes;
+    const int group_index = group_of_[group.nodes.front()];
+    std::unordered_map<GraphValueId, ir::ValueId> local;     // values in `expression`
+    std::unordered_map<GraphValueId, ir::ValueId> finished;  // values in `epilogue`
+    for (int n : group.nodes) {
+      const GraphNode& node = graph_.nodes[n];
+      const GraphValueId output = node.outputs[0];
+      if (node.kind == GraphNodeKind::kReduction) {
+        kernel.reduced_value = append_fragment(node.expression, node, local, kernel.expression, kernel);
+        kernel.reduce_op = node.reduce_op;
+        kernel.reduced_dims = node.reduced_dims;
+        std::unordered_map<GraphValueId, ir::ValueId> none;
+        finished[output] = append_fragment(node.epilogue, node, none, kernel.epilogue, kernel);
+      } else if (group.reduction_node >= 0 && n > group.reduction_node) {
+        finished[output] = append_fragment(node.expression, node, finished, kernel.epilogue, kernel);
+      } else {
+        local[output] = append_fragment(node.expression, node, local, kernel.expression, kernel);
+      }
+      if (read_outside(output, group_index)) {
+        kernel.outputs.push_back(output);
+        kernel.results.push_back(group.reduction_node >= 0 && n >= group.reduction_node ? finished[output]
+                                                                                          : local[output]);
+      }
+    }
+    return kernel;
+  }
+
+  const ir::Graph& graph_;
+  std::vector<int> producer_;
+  std::vector<std::vector<int>> readers_;
+  std::vector<bool> is_output_;
+  std::vector<int> group_of_;
+  std::vector<Group> groups_;
+  std::vector<int> externs_;
+};
+
+}  // namespace
+
+FusionResult fuse(const ir::Graph& graph) { return Fuser(graph).run(); }
+
+std::string print_fusion(const ir::Graph& graph, const FusionResult& fusion) {
+  std::string text;
+  auto values = [](const std::vector<ir::GraphValueId>& list) {
+    std::string out;
+    for (size_t i = 0; i < list.size(); ++i) out += (i ? ", v" : "v") + std::to_string(list[i]);
+    return out;
+  };
+  for (const ProgramStep& step : fusion.steps) {
+    if (step.kind == ProgramStep::Kind::kExtern) {
+      const ir::GraphNode& node = graph.nodes[step.index];
+      text += "extern " + node.label + "(" + values(node.inputs) + ")\n";
+      continue;
+    }
+    const FusedKernel& kernel = fusion.kernels[step.index];
+    text += std::string(kernel.kind == ir::KernelKind::kReduction ? "reduction" : "pointwise") +
+            " kernel " + std::to_string(step.index) + " (" + std::to_string(kernel.nodes.size()) +
+            " nodes): (" + values(kernel.inputs) + ") -> (" + values(kernel.outputs) + ")\n    " +
+            ir::print_fragment(kernel.expression) + "\n";
+    if (kernel.kind == ir::KernelKind::kReduction) {
+      text += std::string("    ") + ir::reduce_op_name(kernel.reduce_op) + " %" +
+              std::to_string(kernel.reduced_value) + " then " +
+              ir::print_fragment(kernel.epilogue) + "\n";
+    }
+  }
+  return text;
+}
+
+}  // namespace kiln::compiler

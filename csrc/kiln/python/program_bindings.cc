@@ -1,0 +1,175 @@
+// torch_kiln._C._Program: the compiled path's bindings. Converts the graph
+// description python/torch_kiln/graph_lowering.py builds from an FX graph into
+// a ProgramDescription (IR graph, extern call stacks) and exposes Program.
+// torch::jit::toIValue (pybind_utils.h) converts the Python arguments of an
+// extern call with PyTorch's own rules; its header needs the full operator
+// list, which the rest of Kiln keeps out with this macro.
+#undef TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include "kiln/python/program_bindings.h"
+
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "kiln/aten/program/program.h"
+#include "kiln/base/status.h"
+
+namespace kiln::torch_integration {
+namespace {
+
+namespace py = pybind11;
+using program::ExternCall;
+using program::Program;
+using program::ProgramDescription;
+
+ir::DType dtype_named(const std::string& name) {
+  std::optional<ir::DType> dtype = ir::dtype_from_name(name);
+  TORCH_CHECK(dtype.has_value(), "kiln: unknown IR dtype '", name, "'");
+  return *dtype;
+}
+
+// A fragment from its Python form: a list of tuples, ("load", k),
+// ("constant", value, dtype), ("cast", operand, dtype), ("accumulator",) or
+// (opcode name, operands...).
+std::vector<ir::Node> fragment_from(const py::list& entries) {
+  std::vector<ir::Node> fragment;
+  for (const py::handle& handle : entries) {
+    py::tuple entry = py::reinterpret_borrow<py::tuple>(handle);
+    const std::string name = entry[0].cast<std::string>();
+    ir::Node node;
+    std::optional<ir::OpCode> code = ir::opcode_from_name(name);
+    TORCH_CHECK(code.has_value(), "kiln: unknown IR op '", name, "'");
+    node.op = *code;
+    if (node.op == ir::OpCode::kLoad) {
+      node.integer = entry[1].cast<int64_t>();
+    } else if (node.op == ir::OpCode::kConstant) {
+      node.dtype = dtype_named(entry[2].cast<std::string>());
+      if (ir::is_integer(node.dtype)) {
+        node.integer = entry[1].cast<int64_t>();
+        node.real = static_cast<double>(node.integer);
+      } else {
+        node.real = entry[1].cast<double>();
+      }
+    } else if (node.op == ir::OpCode::kCast) {
+      node.args[0] = entry[1].cast<int>();
+      node.dtype = dtype_named(entry[2].cast<std::string>());
+    } else {
+      for (size_t a = 1; a < entry.size(); ++a) node.args[a - 1] = entry[a].cast<int>();
+    }
+    fragment.push_back(node);
+  }
+  return fragment;
+}
+
+std::vector<ir::GraphValueId> ids_from(const py::handle& list) {
+  std::vector<ir::GraphValueId> ids;
+  for (const py::handle& item : list) ids.push_back(item.is_none() ? ir::kNoValue : item.cast<int>());
+  return ids;
+}
+
+ExternCall extern_call_from(const py::dict& node) {
+  ExternCall call;
+  call.label = node["label"].cast<std::string>();
+  call.source_line = node["source_line"].cast<std::string>();
+  call.op = c10::Dispatcher::singleton().findSchemaOrThrow(node["name"].cast<std::string>().c_str(),
+                                                           node["overload"].cast<std::string>().c_str());
+  const c10::FunctionSchema& schema = call.op->schema();
+  py::list arguments = node["arguments"];
+  TORCH_CHECK(arguments.size() == schema.arguments().size(), "kiln: ", call.label, " takes ",
+              schema.arguments().size(), " arguments, the graph gives ", arguments.size());
+  std::vector<bool> is_tensor(arguments.size(), false);
+  for (const py::handle& handle : py::list(node["tensor_arguments"])) {
+    py::tuple entry = py::reinterpret_borrow<py::tuple>(handle);
+    ExternCall::TensorArgument argument;
+    argument.position = entry[0].cast<int>();
+    const std::string kind = entry[1].cast<std::string>();
+    argument.kind = kind == "single" ? ExternCall::TensorArgument::Kind::kSingle
+                    : kind == "list" ? ExternCall::TensorArgument::Kind::kList
+                                     : ExternCall::TensorArgument::Kind::kOptionalList;
+    argument.values = ids_from(entry[2]);
+    is_tensor.at(argument.position) = true;
+    call.tensor_arguments.push_back(std::move(argument));
+  }
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    call.arguments.push_back(is_tensor[i] ? c10::IValue()
+                                          : torch::jit::toIValue(arguments[i], schema.arguments()[i].type()));
+  }
+  for (const py::handle& handle : py::list(node["results"])) {
+    py::tuple entry = py::reinterpret_borrow<py::tuple>(handle);
+    call.results.push_back({entry[0].cast<int>(), entry[1].cast<int>(), entry[2].cast<int>()});
+  }
+  return call;
+}
+
+ProgramDescription description_from(const py::dict& description) {
+  ProgramDescription result;
+  ir::Graph& graph = result.graph;
+  for (const py::handle& handle : py::list(description["values"])) {
+    py::tuple value = py::reinterpret_borrow<py::tuple>(handle);
+    graph.values.push_back({dtype_named(value[0].cast<std::string>()), value[1].cast<std::vector<int64_t>>()});
+    result.strides.push_back(value[2].is_none() ? std::vector<int64_t>() : value[2].cast<std::vector<int64_t>>());
+  }
+  graph.inputs = ids_from(description["inputs"]);
+  graph.outputs = ids_from(description["outputs"]);
+  result.device_index = description["device_index"].cast<int>();
+  for (const py::handle& handle : py::list(description["nodes"])) {
+    py::dict node = py::reinterpret_borrow<py::dict>(handle);
+    ir::GraphNode graph_node;
+    const std::string kind = node["kind"].cast<std::string>();
+    graph_node.label = node["label"].cast<std::string>();
+    graph_node.inputs = ids_from(node["inputs"]);
+    graph_node.outputs = ids_from(node["outputs"]);
+    if (kind == "extern") {
+      graph_node.kind = ir::GraphNodeKind::kExtern;
+      graph_node.aliases_input = node["aliases_input"].cast<bool>();
+      graph_node.has_side_effects = node["has_side_effects"].cast<bool>();
+      graph_node.call = static_cast<int32_t>(result.calls.size());
+      result.calls.push_back(extern_call_from(node));
+    } else {
+      graph_node.kind = kind == "reduction" ? ir::GraphNodeKind::kReduction : ir::GraphNodeKind::kPointwise;
+      graph_node.expression = fragment_from(node["expression"]);
+      if (graph_node.kind == ir::GraphNodeKind::kReduction) {
+        const std::string op = node["reduce_op"].cast<std::string>();
+        bool found = false;
+        for (int code = 0; code <= static_cast<int>(ir::ReduceOp::kAll); ++code) {
+          if (op == ir::reduce_op_name(static_cast<ir::ReduceOp>(code))) {
+            graph_node.reduce_op = static_cast<ir::ReduceOp>(code);
+            found = true;
+          }
+        }
+        TORCH_CHECK(found, "kiln: unknown reduction '", op, "'");
+        graph_node.reduced_dims = node["reduced_dims"].cast<std::vector<int>>();
+        graph_node.epilogue = fragment_from(node["epilogue"]);
+      }
+    }
+    graph.nodes.push_back(std::move(graph_node));
+  }
+  return result;
+}
+
+py::dict statistics_of(const Program& compiled) {
+  const program::ProgramStatistics& statistics = compiled.statistics();
+  py::dict result;
+  result["nodes"] = statistics.nodes;
+  result["removed_nodes"] = statistics.removed_nodes;
+  result["kernels"] = statistics.kernels;
+  result["fused_nodes"] = statistics.fused_nodes;
+  result["extern_calls"] = statistics.extern_calls;
+  result["stored_values"] = statistics.stored_values;
+  result["unstored_values"] = statistics.unstored_values;
+  return result;
+}
+
+}  // namespace
+
+void bind_program(py::module& module) {
+  py::class_<Program, std::shared_ptr<Program>>(module, "_Program")
+      .def(py::init([](const py::dict& description) {
+        return std::make_shared<Program>(description_from(description));
+      }))
+      .def("run", &Program::run)
+      .def("statistics", &statistics_of)
+      .def("graph_text", &Program::graph_text)
+      .def("fusion_text", &Program::fusion_text);
+}
+
+}  // namespace kiln::torch_integration

@@ -1,0 +1,158 @@
+"""The `kiln` backend of torch.compile.
+
+    torch.compile(model, backend="kiln")
+    torch.compile(model, backend="kiln", options={"fallback": "eager"})
+
+Dynamo captures the graph; AOTAutograd makes the forward and backward graphs,
+decomposed to core ATen; each graph is lowered (graph_lowering.py) and handed
+to Kiln's graph compiler, which fuses its pointwise ops and reductions into
+kernels and runs the program on the current stream.
+
+Shapes are static: a new input shape compiles a new program under Dynamo's
+guards (dynamic=True is refused; see torch_kiln.bucketing to bound
+recompiles). Other `mode`s than the default warn and are ignored.
+"""
+import functools
+import os
+import time
+import warnings
+
+import torch
+
+from .. import _C
+from . import statistics
+from .graph_lowering import UnsupportedOperatorError, lower_graph
+
+OPTIONS = {"fallback": ("error", "eager")}
+
+
+class DynamicShapesError(RuntimeError):
+    """torch.compile(..., dynamic=True) on the kiln backend."""
+
+
+def _options(options):
+    result = {"fallback": "error"}
+    for name, value in (options or {}).items():
+        if name not in OPTIONS:
+            raise ValueError(f"kiln: unknown torch.compile option {name!r}; kiln takes {sorted(OPTIONS)}")
+        if value not in OPTIONS[name]:
+            raise ValueError(f"kiln: option {name!r} must be one of {OPTIONS[name]}, got {value!r}")
+        result[name] = value
+    return result
+
+
+def _symbolic_sizes(gm):
+    found = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value", node.meta.get("val"))
+        if isinstance(value, torch.SymInt):
+            found.append(value)
+        elif isinstance(value, torch.Tensor):
+            found.extend(size for size in value.shape if isinstance(size, torch.SymInt))
+            found.extend(stride for stride in value.stride() if isinstance(stride, torch.SymInt))
+    return found
+
+
+def _make_static(gm):
+    """Refuses dynamic=True; specializes the sizes Dynamo made symbolic on its
+    own after a shape change (automatic dynamic shapes), so the graph is
+    compiled for the shapes at hand and a new shape recompiles."""
+    symbols = _symbolic_sizes(gm)
+    if not symbols:
+        return
+    if not torch._dynamo.config.assume_static_by_default:
+        raise DynamicShapesError(
+            "kiln compiles static shapes only: torch.compile(..., dynamic=True) is not supported. "
+            "Use dynamic=False (each new input shape compiles a new program) and "
+            "torch_kiln.bucketing to pad inputs to a few sizes.")
+    for symbol in symbols:
+        symbol.node.guard_int("kiln: static shapes", 0)
+
+
+def _dump(kind, gm, program, graph_index):
+    directory = os.environ.get("KILN_DUMP_DIR")
+    if not directory:
+        return
+    folder = os.path.join(directory, "graphs")
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.join(folder, f"graph{graph_index:03d}-{kind}")
+    with open(stem + ".fx.txt", "w") as file:
+        file.write(gm.print_readable(print_output=False))
+    with open(stem + ".ir.txt", "w") as file:
+        file.write(program.graph_text())
+    with open(stem + ".fused.txt", "w") as file:
+        file.write(program.fusion_text())
+
+
+def _compile_graph(kind, options, gm, example_inputs):
+    start = time.perf_counter()
+    lowered = lower_graph(gm, fallback=options["fallback"])
+    program = _C._Program(lowered.description)
+    graph_index = statistics.record_graph(lowered, program.statistics(), time.perf_counter() - start)
+    _dump(kind, gm, program, graph_index)
+    if lowered.eager_ops:
+        names = sorted({name for name, _ in lowered.eager_ops})
+        warnings.warn(f"kiln: the compiled {kind} graph runs {', '.join(names)} eagerly "
+                      "(fallback='eager'): the graph is split around them")
+    return _Runner(program, lowered)
+
+
+class _Runner:
+    """Calls one program with AOTAutograd's boxed arguments: one list, which
+    the runner empties so inputs are freed as soon as the program is done
+    with them."""
+
+    def __init__(self, program, lowered):
+        # An instance attribute, so wrappers that copy __dict__ keep it.
+        self._boxed_call = True
+        self.program = program
+        self.positions = lowered.input_positions
+        self.constants = [tensor for tensor in lowered.constant_inputs]
+        self.outputs = lowered.outputs
+        self.first_run = True
+        self.device = torch.device("kiln", lowered.description["device_index"])
+
+    def __call__(self, arguments):
+        tensors = [arguments[position] for position in self.positions]
+        arguments.clear()
+        if self.constants and self.constants[0].device != self.device:
+            self.constants = [tensor.to(self.device) for tensor in self.constants]
+        tensors = [tensor if tensor.device == self.device else tensor.to(self.device)
+                   for tensor in tensors] + self.constants
+        if self.first_run:
+            # The kernels of a new program compile on its first run: count that as compile time.
+            self.first_run = False
+            before = _C._compiler_stats()
+            results = self.program.run(tensors)
+            statistics.record_first_run(before, _C._compiler_stats())
+        else:
+            results = self.program.run(tensors)
+        return [results[index] if kind == "value" else index for kind, index in self.outputs]
+
+
+def _decompositions():
+    from torch._decomp import core_aten_decompositions
+    return core_aten_decompositions()
+
+
+def kiln(gm, example_inputs, mode=None, options=None):
+    """The torch.compile backend. `options`: {"fallback": "error" | "eager"}."""
+    from torch._dynamo.backends.common import aot_autograd
+    options = _options(options)
+    if mode not in (None, "default"):
+        warnings.warn(f"kiln: torch.compile mode={mode!r} is ignored; kiln has one mode")
+    _make_static(gm)
+    statistics.record_dynamo_graph()
+    compiler = functools.partial(_compile_graph, "forward", options)
+    return aot_autograd(
+        fw_compiler=compiler,
+        bw_compiler=functools.partial(_compile_graph, "backward", options),
+        inference_compiler=functools.partial(_compile_graph, "inference", options),
+        decompositions=_decompositions(),
+        keep_inference_input_mutations=True,
+    )(gm, example_inputs)
+
+
+__all__ = ["kiln", "DynamicShapesError", "UnsupportedOperatorError"]

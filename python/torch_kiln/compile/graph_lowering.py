@@ -1,0 +1,260 @@
+"""Walks a core ATen FX graph once and describes it for the C++ graph
+compiler (torch_kiln._C._Program; csrc/kiln/python/program_bindings.cc).
+
+Pointwise ops and reductions become element expressions the compiler fuses;
+every other ATen op becomes an extern call that runs Kiln's own kernel for it
+(compiled, or the library path for matmul and convolution). An op Kiln has no
+kernel for fails the compile, naming the op and the user's source line,
+unless fallback="eager" lets it run through the CPU fallback.
+"""
+import dataclasses
+import operator
+
+import torch
+from torch._prims_common import is_non_overlapping_and_dense_or_false
+
+from .fragments import ir_dtype
+from .pointwise import lower_pointwise
+from .reductions import lower_reduction
+
+
+class UnsupportedOperatorError(RuntimeError):
+    """An op in a compiled graph that Kiln cannot run on the device."""
+
+
+@dataclasses.dataclass
+class LoweredGraph:
+    description: dict
+    input_positions: list      # graph argument positions of the program's tensor inputs
+    constant_inputs: list      # tensors bound after the arguments (lifted constants)
+    outputs: list              # per graph output: ("value", i) into the program's outputs, or ("constant", x)
+    eager_ops: list            # ops left to run eagerly through the CPU fallback
+    node_count: int
+
+
+def source_line(node):
+    """'file:line: code' of the user's code that made `node`, or ''."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [line.strip() for line in trace.strip().splitlines()]
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].startswith("File "):
+            parts = lines[index].split(", ")
+            file_name = parts[0][len("File "):].strip('"')
+            line_number = parts[1].replace("line ", "") if len(parts) > 1 else "?"
+            code = lines[index + 1] if index + 1 < len(lines) else ""
+            return f"{file_name}:{line_number}: {code}"
+    return ""
+
+
+def _has_kernel(name, key):
+    return torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
+
+
+def has_kiln_kernel(op):
+    """True when `op` runs on kiln without the CPU fallback: Kiln registers
+    it, a composite kernel breaks it into ops that reach the device, or (for
+    structured ops) its functional form calls an out= overload Kiln registers."""
+    name = op.name()
+    if any(_has_kernel(name, key) for key in
+           ("PrivateUse1", "CompositeExplicitAutograd", "CompositeImplicitAutograd")):
+        return True
+    if _has_kernel(name, "CompositeExplicitAutogradNonFunctional"):
+        packet = getattr(torch.ops.aten, op._schema.name.split("::")[-1], None)
+        out = getattr(packet, "out", None) if packet is not None else None
+        return out is not None and _has_kernel(out.name(), "PrivateUse1")
+    return False
+
+
+def normalized_arguments(node):
+    """Every schema argument of `node`'s op by name, defaults filled in."""
+    schema = node.target._schema
+    result = {}
+    for index, argument in enumerate(schema.arguments):
+        if index < len(node.args) and not argument.kwarg_only:
+            result[argument.name] = node.args[index]
+        elif argument.name in node.kwargs:
+            result[argument.name] = node.kwargs[argument.name]
+        elif argument.has_default_value():
+            result[argument.name] = argument.default_value
+        else:
+            raise UnsupportedOperatorError(f"kiln: {node.target} is missing its argument '{argument.name}'")
+    return result
+
+
+def _concrete(value):
+    """Python values with FX nodes of symbolic ints replaced by their ints."""
+    if isinstance(value, torch.fx.Node):
+        meta = value.meta.get("val")
+        if isinstance(meta, (int, torch.SymInt)):
+            return int(meta)
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_concrete(item) for item in value)
+    if isinstance(value, torch.SymInt):
+        return int(value)
+    return value
+
+
+class _Lowering:
+    def __init__(self, gm, fallback):
+        self.gm = gm
+        self.fallback = fallback
+        self.values = []          # (ir dtype, sizes, strides)
+        self.value_of = {}        # FX node (or (node, index)) -> value id
+        self.nodes = []
+        self.inputs = []
+        self.input_positions = []
+        self.constant_inputs = []
+        self.eager_ops = []
+        self.device_index = None
+
+    def new_value(self, meta):
+        dtype = ir_dtype(meta.dtype) or "u8"  # other dtypes only pass through extern calls
+        strides = list(meta.stride()) if is_non_overlapping_and_dense_or_false(meta) else None
+        self.values.append((dtype, [int(size) for size in meta.shape], strides))
+        if self.device_index is None and meta.device.type == "kiln":
+            self.device_index = meta.device.index or 0
+        return len(self.values) - 1
+
+    def value(self, node):
+        if node not in self.value_of:
+            raise UnsupportedOperatorError(f"kiln: the compiled graph reads {node.name}, which is not a tensor")
+        return self.value_of[node]
+
+    def lower(self):
+        argument_position = 0
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                meta = node.meta.get("val")
+                if isinstance(meta, torch.Tensor):
+                    self.value_of[node] = self.new_value(meta)
+                    self.inputs.append(self.value_of[node])
+                    self.input_positions.append(argument_position)
+                argument_position += 1
+            elif node.op == "get_attr":
+                tensor = getattr(self.gm, node.target)
+                self.value_of[node] = self.new_value(tensor)
+                self.inputs.append(self.value_of[node])
+                self.constant_inputs.append(tensor)
+            elif node.op == "call_function":
+                self.lower_call(node)
+            elif node.op == "output":
+                return self.outputs(node.args[0])
+        raise UnsupportedOperatorError("kiln: the graph has no output")
+
+    def outputs(self, results):
+        outputs, program_outputs = [], []
+        for result in (results if isinstance(results, (list, tuple)) else [results]):
+            if isinstance(result, torch.fx.Node) and result in self.value_of:
+                outputs.append(("value", len(program_outputs)))
+                program_outputs.append(self.value_of[result])
+            else:
+                outputs.append(("constant", _concrete(result)))
+        return outputs, program_outputs
+
+    def lower_call(self, node):
+        if node.target is operator.getitem:
+            source, index = node.args
+            key = (source, index)
+            if key not in self.value_of:
+                raise UnsupportedOperatorError(f"kiln: {node.name} reads a result that is not a tensor")
+            self.value_of[node] = self.value_of[key]
+            return
+        if not isinstance(node.target, torch._ops.OpOverload):
+            if isinstance(node.meta.get("val"), (int, torch.SymInt, float, bool)) or node.meta.get("val") is None:
+                return  # size arithmetic on specialized shapes: its users see ints
+            raise UnsupportedOperatorError(
+                f"kiln cannot lower {node.target} in the compiled graph ({source_line(node) or node.name})")
+        arguments = normalized_arguments(node)
+        arguments = {name: _concrete(value) for name, value in arguments.items()}
+        pointwise = lower_pointwise(node, arguments)
+        if pointwise is not None:
+            expression, inputs = pointwise
+            self.value_of[node] = self.new_value(node.meta["val"])
+            self.nodes.append({"kind": "pointwise", "label": str(node.target),
+                               "inputs": [self.value(n) for n in inputs],
+                               "outputs": [self.value_of[node]], "expression": expression})
+            return
+        reduction = lower_reduction(node, arguments)
+        if reduction is not None:
+            reduce_op, dims, prologue, epilogue, source = reduction
+            self.value_of[node] = self.new_value(node.meta["val"])
+            self.nodes.append({"kind": "reduction", "label": str(node.target), "inputs": [self.value(source)],
+                               "outputs": [self.value_of[node]], "expression": prologue,
+                               "reduce_op": reduce_op, "reduced_dims": dims, "epilogue": epilogue})
+            return
+        self.lower_extern(node, arguments)
+
+    def lower_extern(self, node, arguments):
+        op = node.target
+        if not has_kiln_kernel(op):
+            where = source_line(node)
+            if self.fallback != "eager":
+                raise UnsupportedOperatorError(
+                    f"kiln cannot lower {op} in the compiled graph: Kiln has no kernel for it"
+                    + (f" (called from {where})" if where else "")
+                    + '. Pass options={"fallback": "eager"} to torch.compile to run it eagerly, '
+                    "on the CPU through the fallback, between compiled parts of the graph.")
+            self.eager_ops.append((str(op), where))
+        schema = op._schema
+        positional, tensor_arguments, inputs = [], [], []
+        for position, argument in enumerate(schema.arguments):
+            value = arguments[argument.name]
+            type_text = str(argument.type)
+            if type_text in ("Tensor", "Optional[Tensor]"):
+                if value is not None:
+                    inputs.append(self.value(value))
+                tensor_arguments.append((position, "single", [None if value is None else self.value(value)]))
+                positional.append(None)
+            elif type_text in ("List[Tensor]", "List[Optional[Tensor]]"):
+                ids = [None if item is None else self.value(item) for item in value]
+                inputs.extend(i for i in ids if i is not None)
+                kind = "list" if type_text == "List[Tensor]" else "optional_list"
+                tensor_arguments.append((position, kind, ids))
+                positional.append(None)
+            else:
+                positional.append(value)
+        results = self.extern_results(node, schema)
+        self.nodes.append({
+            "kind": "extern", "label": str(op), "name": schema.name, "overload": schema.overload_name,
+            "inputs": list(dict.fromkeys(inputs)), "outputs": [value for _, _, value in results],
+            "arguments": positional, "tensor_arguments": tensor_arguments, "results": results,
+            "aliases_input": any(ret.alias_info is not None for ret in schema.returns),
+            "has_side_effects": schema.is_mutable, "source_line": source_line(node)})
+
+    def extern_results(self, node, schema):
+        meta = node.meta.get("val")
+        returns = schema.returns
+        results = []
+        if len(returns) == 1 and str(returns[0].type) == "List[Tensor]":
+            for index, item in enumerate(meta or []):
+                value = self.new_value(item)
+                self.value_of[(node, index)] = value
+                results.append((0, index, value))
+            return results
+        if len(returns) == 1:
+            if isinstance(meta, torch.Tensor):
+                self.value_of[node] = self.new_value(meta)
+                results.append((0, -1, self.value_of[node]))
+            return results
+        for index, item in enumerate(meta or []):
+            if isinstance(item, torch.Tensor):
+                value = self.new_value(item)
+                self.value_of[(node, index)] = value
+                results.append((index, -1, value))
+        return results
+
+
+def lower_graph(gm, fallback="error"):
+    """The description of `gm` for torch_kiln._C._Program, and how to call it."""
+    lowering = _Lowering(gm, fallback)
+    outputs, program_outputs = lowering.lower()
+    if lowering.device_index is None:
+        lowering.device_index = torch.kiln.current_device()
+    description = {
+        "values": lowering.values, "inputs": lowering.inputs, "outputs": program_outputs,
+        "nodes": lowering.nodes, "device_index": lowering.device_index,
+    }
+    node_count = sum(1 for node in gm.graph.nodes if node.op == "call_function")
+    return LoweredGraph(description, lowering.input_positions, lowering.constant_inputs, outputs,
+                        lowering.eager_ops, node_count)

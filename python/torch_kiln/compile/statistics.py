@@ -1,0 +1,68 @@
+"""Counters of the compiled path: torch_kiln.compile_stats()."""
+import threading
+
+import torch
+
+_lock = threading.Lock()
+_counters = {}
+
+
+def _zero():
+    return {
+        "graphs": 0,            # programs compiled (forward, backward and inference graphs)
+        "nodes": 0,             # ATen nodes in those graphs
+        "kernels": 0,           # fused kernels in those programs
+        "fused_nodes": 0,       # pointwise and reduction nodes inside fused kernels
+        "extern_calls": 0,      # nodes run as ATen ops on the device (matmul, convolution, views, ...)
+        "eager_nodes": 0,       # nodes run eagerly through the CPU fallback (fallback="eager")
+        "compile_seconds": 0.0,  # lowering and graph passes, plus kernel compiles on first runs
+        "kernels_compiled": 0,  # C compiles those first runs needed
+        "kernel_cache_hits": 0,  # kernels those first runs found in the disk cache
+        "dynamo_graphs": 0,     # graphs Dynamo handed to the backend
+        "recompiles": 0,        # of those, recompiles of a frame compiled before (new shapes, ...)
+    }
+
+
+def record_dynamo_graph():
+    from torch._guards import CompileContext
+    compile_id = CompileContext.current_compile_id()
+    recompile = compile_id is not None and getattr(compile_id, "frame_compile_id", 0)
+    with _lock:
+        _counters["dynamo_graphs"] += 1
+        if recompile:
+            _counters["recompiles"] += 1
+
+
+def record_graph(lowered, program_statistics, seconds):
+    with _lock:
+        _counters["graphs"] += 1
+        _counters["nodes"] += lowered.node_count
+        _counters["kernels"] += program_statistics["kernels"]
+        _counters["fused_nodes"] += program_statistics["fused_nodes"]
+        _counters["extern_calls"] += program_statistics["extern_calls"]
+        _counters["eager_nodes"] += len(lowered.eager_ops)
+        _counters["compile_seconds"] += seconds
+        return _counters["graphs"]
+
+
+def record_first_run(before, after):
+    with _lock:
+        _counters["compile_seconds"] += after["compile_seconds"] - before["compile_seconds"]
+        _counters["kernels_compiled"] += after["kernels_compiled"] - before["kernels_compiled"]
+        _counters["kernel_cache_hits"] += after["disk_hits"] - before["disk_hits"]
+
+
+def compile_stats():
+    """Counters of torch.compile with the kiln backend in this process, as a dict
+    (see docs/compiled_path.md)."""
+    with _lock:
+        return dict(_counters)
+
+
+def reset_compile_stats():
+    with _lock:
+        _counters.clear()
+        _counters.update(_zero())
+
+
+reset_compile_stats()

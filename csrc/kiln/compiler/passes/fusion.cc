@@ -67,6 +67,33 @@ class Fuser {
     return group_of_[node];
   }
 
+  // The operands (inputs read from memory plus values stored) a kernel of
+  // `group`'s nodes and `extra` would have, counting as stored every value
+  // with a reader outside them: later joins can only lower that.
+  size_t operand_count(const Group& group, int extra) const {
+    std::vector<int> members = group.nodes;
+    members.push_back(extra);
+    auto member = [&](int node) { return std::find(members.begin(), members.end(), node) != members.end(); };
+    std::vector<GraphValueId> inputs;
+    size_t stored = 0;
+    for (int n : members) {
+      for (GraphValueId input : graph_.nodes[n].inputs) {
+        if (!member(producer_[input]) && std::find(inputs.begin(), inputs.end(), input) == inputs.end()) {
+          inputs.push_back(input);
+        }
+      }
+      const GraphValueId output = graph_.nodes[n].outputs[0];
+      bool outside = is_output_[output];
+      for (int user : readers_[output]) outside = outside || !member(user);
+      stored += outside ? 1 : 0;
+    }
+    return inputs.size() + stored;
+  }
+
+  bool fits_operands(int group, int extra) const {
+    return operand_count(groups_[group], extra) <= static_cast<size_t>(ir::kMaxOperands);
+  }
+
   void join(int node, int group) {
     groups_[group].nodes.push_back(node);
     group_of_[node] = group;
@@ -109,7 +136,7 @@ class Fuser {
     if (producer >= 0) {
       Group& group = groups_[producer];
       if (!group.sealed && group.kind == ir::KernelKind::kPointwise && group.sizes == input_sizes &&
-          read_only_inside(group, n)) {
+          read_only_inside(group, n) && fits_operands(producer, n)) {
         group.kind = ir::KernelKind::kReduction;
         group.reduction_node = n;
         join(n, producer);
@@ -140,13 +167,16 @@ class Fuser {
     int chosen = -1;
     if (!node.inputs.empty()) {
       const int first = group_of_value(node.inputs[0]);
-      if (first >= 0 && fits_epilogue(node, first)) chosen = first;
+      if (first >= 0 && fits_epilogue(node, first) && fits_operands(first, n)) chosen = first;
     }
     if (chosen < 0) {
       for (GraphValueId input : node.inputs) {
         const int group = group_of_value(input);
         if (group < 0 || groups_[group].sealed || groups_[group].kind != ir::KernelKind::kPointwise) continue;
-        if (groups_[group].sizes == sizes && graph_.values[input].sizes == sizes) chosen = std::max(chosen, group);
+        if (groups_[group].sizes == sizes && graph_.values[input].sizes == sizes && group > chosen &&
+            fits_operands(group, n)) {
+          chosen = group;
+        }
       }
     }
     seal_producers(node, chosen);

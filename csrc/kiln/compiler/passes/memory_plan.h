@@ -23,10 +23,11 @@
 // placing large buffers first keeps small ones from fragmenting the arena,
 // and best fit keeps large gaps for later buffers. It is simple, needs no
 // tuning, and the paper found it close to the lower bound (the largest sum of
-// sizes live at one step) on common inference networks. Each
-// buffer's end never exceeds the sum of the sizes placed so far, so the arena
-// is never larger than naive_bytes. Cost: O(n^2 log n) for n buffers, fine
-// for the few thousand buffers of a graph, paid once per compile.
+// sizes live at one step) on common inference networks. Each buffer's end
+// never exceeds the sum of the sizes placed before it plus its own, so the
+// arena is never larger than naive_bytes. Cost: O(n log n) to sort plus O(n^2)
+// to place n buffers, fine for the few thousand buffers of a graph, paid once
+// per compile.
 //
 // Sizes are rounded up to kPlanAlignment before placing, so every offset and
 // the arena size are multiples of it. Zero-byte buffers get offset 0 and take

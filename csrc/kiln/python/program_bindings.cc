@@ -156,6 +156,8 @@ py::dict statistics_of(const Program& compiled) {
   result["extern_calls"] = statistics.extern_calls;
   result["stored_values"] = statistics.stored_values;
   result["unstored_values"] = statistics.unstored_values;
+  result["arena_bytes"] = statistics.arena_bytes;
+  result["planned_bytes"] = statistics.planned_bytes;
   return result;
 }
 

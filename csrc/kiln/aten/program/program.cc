@@ -3,11 +3,13 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
+#include <c10/util/strides.h>
 
 #include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/program/fused_launch.h"
 #include "kiln/base/hash.h"
 #include "kiln/compiler/passes/dead_code.h"
+#include "kiln/compiler/passes/memory_plan.h"
 
 namespace kiln::torch_integration::program {
 namespace {
@@ -24,6 +26,20 @@ std::string kernel_key(const compiler::FusedKernel& kernel) {
   text += "|results";
   for (ir::ValueId result : kernel.results) text += " " + std::to_string(result);
   return "fused:" + digest_hex(text);
+}
+
+// Bytes of the storage a value of `sizes` and `strides` spans.
+int64_t span_bytes(const ir::TensorValue& value, const std::vector<int64_t>& strides) {
+  int64_t elements = 1;
+  for (size_t dim = 0; dim < value.sizes.size(); ++dim) {
+    if (value.sizes[dim] == 0) return 0;
+    elements += (value.sizes[dim] - 1) * (strides.empty() ? 1 : strides[dim]);
+  }
+  if (strides.empty()) {
+    elements = 1;
+    for (int64_t size : value.sizes) elements *= size;
+  }
+  return elements * ir::dtype_size(value.dtype);
 }
 
 }  // namespace
@@ -65,26 +81,62 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
   for (size_t value = 0; value < last_read.size(); ++value) {
     if (last_read[value] >= 0) releases_[last_read[value]].push_back(static_cast<ir::GraphValueId>(value));
   }
+  plan_memory(last_read);
 }
 
-at::Tensor Program::allocate(ir::GraphValueId value) const {
+void Program::plan_memory(const std::vector<int>& last_read) {
+  const ir::Graph& graph = description_.graph;
+  // Values an extern call might return a view of (or mutate) stay out of the
+  // arena: a view could outlive the run.
+  std::vector<bool> excluded(graph.values.size(), false);
+  for (const ir::GraphNode& node : graph.nodes) {
+    if (node.kind != ir::GraphNodeKind::kExtern || !(node.aliases_input || node.has_side_effects)) continue;
+    for (ir::GraphValueId input : node.inputs) excluded[input] = true;
+  }
+  std::vector<compiler::BufferRequest> requests;
+  std::vector<ir::GraphValueId> planned;
+  for (size_t s = 0; s < fusion_.steps.size(); ++s) {
+    if (fusion_.steps[s].kind != compiler::ProgramStep::Kind::kKernel) continue;
+    for (ir::GraphValueId value : fusion_.kernels[fusion_.steps[s].index].outputs) {
+      if (excluded[value] || last_read[value] < 0) continue;  // last_read -1: a graph output
+      requests.push_back({static_cast<uint64_t>(span_bytes(graph.values[value], description_.strides[value])),
+                          static_cast<int32_t>(s), last_read[value]});
+      planned.push_back(value);
+    }
+  }
+  arena_offsets_.assign(graph.values.size(), -1);
+  const compiler::MemoryPlan plan = compiler::plan_memory(requests);
+  const std::string problem = compiler::check_memory_plan(requests, plan);
+  TORCH_CHECK(problem.empty(), "kiln: the program's memory plan is invalid: ", problem);
+  for (size_t i = 0; i < planned.size(); ++i) arena_offsets_[planned[i]] = static_cast<int64_t>(plan.offsets[i]);
+  statistics_.arena_bytes = static_cast<int64_t>(plan.arena_bytes);
+  statistics_.planned_bytes = static_cast<int64_t>(plan.naive_bytes);
+}
+
+at::Tensor Program::allocate(ir::GraphValueId value, const at::Tensor& arena) const {
   const ir::TensorValue& tensor = description_.graph.values[value];
   auto options = at::TensorOptions()
                      .dtype(compiled::to_scalar_type(tensor.dtype))
                      .device(c10::Device(c10::DeviceType::PrivateUse1, description_.device_index));
   const std::vector<int64_t>& strides = description_.strides[value];
+  if (arena_offsets_[value] >= 0) {
+    c10::DimVector layout = strides.empty() ? c10::contiguous_strides(tensor.sizes)
+                                            : c10::DimVector(strides.begin(), strides.end());
+    return at::empty({0}, options).set_(arena.storage(), arena_offsets_[value] / ir::dtype_size(tensor.dtype),
+                                        tensor.sizes, layout);
+  }
   if (strides.empty()) return at::empty(tensor.sizes, options);
   return at::empty_strided(tensor.sizes, strides, options);
 }
 
-void Program::run_kernel(int index, std::vector<at::Tensor>& values) const {
+void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const {
   const compiler::FusedKernel& kernel = fusion_.kernels[index];
   std::vector<at::Tensor> inputs, outputs;
   inputs.reserve(kernel.inputs.size());
   for (ir::GraphValueId input : kernel.inputs) inputs.push_back(values[input].expand(kernel.iteration_sizes));
   outputs.reserve(kernel.outputs.size());
   for (ir::GraphValueId output : kernel.outputs) {
-    values[output] = allocate(output);
+    values[output] = allocate(output, arena);
     outputs.push_back(values[output]);
   }
   if (kernel.kind == ir::KernelKind::kReduction) {
@@ -100,10 +152,15 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
               " tensors, got ", inputs.size());
   std::vector<at::Tensor> values(graph.values.size());
   for (size_t i = 0; i < inputs.size(); ++i) values[graph.inputs[i]] = inputs[i];
+  at::Tensor arena;
+  if (statistics_.arena_bytes > 0) {
+    arena = at::empty({statistics_.arena_bytes}, at::TensorOptions().dtype(at::kByte).device(
+                                                     c10::Device(c10::DeviceType::PrivateUse1, description_.device_index)));
+  }
   for (size_t s = 0; s < fusion_.steps.size(); ++s) {
     const compiler::ProgramStep& step = fusion_.steps[s];
     if (step.kind == compiler::ProgramStep::Kind::kKernel) {
-      run_kernel(step.index, values);
+      run_kernel(step.index, values, arena);
     } else {
       description_.calls[graph.nodes[step.index].call].run(values);
     }

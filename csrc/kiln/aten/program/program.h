@@ -1,10 +1,16 @@
 // Program: one compiled graph of torch.compile, ready to run.
 //
-// Made once per graph (and input shapes): dead code elimination and fusion
-// run on the Graph, then every run launches the fused kernels and the extern
-// calls in order on the current stream and returns at once; the device works
-// through the queue as in eager mode. Values are released after their last
-// reader, so the caching allocator reuses their memory within the run.
+// Made once per graph (and input shapes): dead code elimination, fusion and
+// the static memory plan run on the Graph, then every run launches the fused
+// kernels and the extern calls in order on the current stream and returns at
+// once; the device works through the queue as in eager mode.
+//
+// Memory: the values kernels store and only the program reads live in one
+// arena per run, at the offsets of the memory plan (two values whose steps of
+// life do not meet share bytes; the stream runs steps in order, so a later
+// step never overwrites what an earlier one still reads). Graph outputs, and
+// values an extern call may return a view of, get their own allocations.
+// Every value is released after its last reader.
 //
 // Thread-safety: run() may be called from several threads; each run has its
 // own values.
@@ -36,6 +42,8 @@ struct ProgramStatistics {
   int extern_calls = 0;     // steps that call an ATen op
   int64_t stored_values = 0;    // values the kernels write to memory
   int64_t unstored_values = 0;  // values computed inside kernels and never stored
+  int64_t arena_bytes = 0;      // the memory plan's arena
+  int64_t planned_bytes = 0;    // the planned values' bytes without reuse
 };
 
 class Program {
@@ -52,13 +60,15 @@ class Program {
   std::string fusion_text() const;
 
  private:
-  void run_kernel(int index, std::vector<at::Tensor>& values) const;
-  at::Tensor allocate(ir::GraphValueId value) const;
+  void run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const;
+  at::Tensor allocate(ir::GraphValueId value, const at::Tensor& arena) const;
+  void plan_memory(const std::vector<int>& last_read);
 
   ProgramDescription description_;
   compiler::FusionResult fusion_;
   std::vector<std::string> kernel_keys_;              // per kernel, its signature key
   std::vector<std::vector<ir::GraphValueId>> releases_;  // per step, values last read there
+  std::vector<int64_t> arena_offsets_;                   // per value: bytes into the arena, or -1
   ProgramStatistics statistics_;
 };
 

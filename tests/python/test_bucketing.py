@@ -197,6 +197,19 @@ def test_bucketed_causal_model_matches_the_unpadded_model(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_bucketed_gradients_match_the_unpadded_model(device):
+    model = CausalModel().to(device)
+    inputs = torch.randn(2, 5, 8, device=device, requires_grad=True)
+    model(inputs)[0].square().sum().backward()
+    expected = [inputs.grad.cpu()] + [p.grad.cpu() for p in model.parameters()]
+    inputs.grad = None
+    model.zero_grad()
+    Bucketed(model, [8])(inputs)[0].square().sum().backward()
+    found = [inputs.grad.cpu()] + [p.grad.cpu() for p in model.parameters()]
+    for gradient, expected_gradient in zip(found, expected):
+        torch.testing.assert_close(gradient, expected_gradient, atol=1e-5, rtol=1e-5)
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_bucketed_passes_a_mask_to_a_masked_model(device):
     model = MaskedModel().to(device)
     ids = torch.randint(0, 20, (3, 6), device=device)

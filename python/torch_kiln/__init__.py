@@ -36,12 +36,14 @@ import torch
 from . import _C
 from ._registration import register as _register
 from .compiler import compiler_stats, reset_compiler_stats
+from . import bucketing
 from .compile import compile_stats, reset_compile_stats
 from .compile import register as _register_compile_backend
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
 
 __all__ = [
+    "bucketing",
     "clear_op_tracking",
     "compile_stats",
     "compiler_stats",

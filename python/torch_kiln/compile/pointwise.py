@@ -46,6 +46,9 @@ class PointwiseContext:
     def op(self, name, *operands):
         return self.fragment.op(name, *operands)
 
+    def select(self, condition, if_true, if_false):
+        return self.fragment.select(condition, if_true, if_false)
+
 
 def _category_sample(argument):
     """A stand-in with `argument`'s dtype and its rank class (a Python number,
@@ -297,23 +300,31 @@ def _bitwise_not(context):
 
 @lowering(aten.pow.Tensor_Scalar)
 def _pow_scalar(context):
+    """As ATen's CPU kernel: exponents 0 and 1 are exact for every dtype;
+    float32, float64 and bfloat16 (whose exponent is compared after rounding
+    to bfloat16) take sqrt, rsqrt, reciprocal and products for 0.5, -0.5, -1,
+    2, 3 and -2, bfloat16 rounding the square inside a cube or inverse square;
+    float16 and the integers use pow."""
     dtype = context.output_dtype
     exponent = context["exponent"]
     x = context.value(context["self"], dtype)
-    if not dtype.is_floating_point:
-        if isinstance(exponent, float) or exponent < 0:
-            return None
-        if exponent == 0:
-            return context.constant(1)
-    special = {1: lambda: x, 2: lambda: context.op("multiply", x, x),
-               3: lambda: context.op("multiply", context.op("multiply", x, x), x)}
-    if dtype.is_floating_point:
-        special.update({
-            0.5: lambda: context.op("sqrt", x), -0.5: lambda: context.op("rsqrt", x),
-            -1: lambda: context.op("reciprocal", x),
-            -2: lambda: context.op("reciprocal", context.op("multiply", x, x))})
-    if exponent in special:
-        return special[exponent]()
+    if not dtype.is_floating_point and (isinstance(exponent, float) or exponent < 0):
+        return None
+    if exponent == 0:
+        return context.constant(1)
+    if exponent == 1:
+        return x
+    if dtype in (torch.float32, torch.float64, torch.bfloat16):
+        compared = float(torch.tensor(exponent, dtype=dtype)) if dtype == torch.bfloat16 else exponent
+        square = context.op("multiply", x, x)
+        rounded_square = context.fragment.cast(square, dtype) if dtype == torch.bfloat16 else square
+        special = {0.5: lambda: context.op("sqrt", x), -0.5: lambda: context.op("rsqrt", x),
+                   -1: lambda: context.op("reciprocal", x), 2: lambda: square,
+                   3: lambda: context.op("multiply", rounded_square, x),
+                   -2: lambda: context.op("reciprocal", rounded_square)}
+        if exponent in (0.5, -0.5, -1) or compared in (2, 3, -2):
+            return special[exponent if exponent in (0.5, -0.5, -1) else compared]()
+        return context.op("power", x, context.constant(compared))
     return context.op("power", x, context.constant(exponent))
 
 

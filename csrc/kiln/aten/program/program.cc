@@ -99,8 +99,9 @@ void Program::plan_memory(const std::vector<int>& last_read) {
     if (fusion_.steps[s].kind != compiler::ProgramStep::Kind::kKernel) continue;
     for (ir::GraphValueId value : fusion_.kernels[fusion_.steps[s].index].outputs) {
       if (excluded[value] || last_read[value] < 0) continue;  // last_read -1: a graph output
-      requests.push_back({static_cast<uint64_t>(span_bytes(graph.values[value], description_.strides[value])),
-                          static_cast<int32_t>(s), last_read[value]});
+      const int64_t bytes = span_bytes(graph.values[value], description_.strides[value]);
+      if (bytes == 0) continue;  // an empty tensor needs no arena bytes
+      requests.push_back({static_cast<uint64_t>(bytes), static_cast<int32_t>(s), last_read[value]});
       planned.push_back(value);
     }
   }

@@ -57,6 +57,11 @@ class Mode:
     device: str
     backend: str = None  # torch.compile backend; None runs eagerly
 
+    @property
+    def has_cache(self):
+        """Whether a first step can find anything on disk from an earlier process."""
+        return self.device == "kiln" or self.backend is not None
+
 
 MODES = {
     "cpu-eager": Mode("cpu"),
@@ -98,34 +103,41 @@ def synchronize(device):
         torch.kiln.synchronize()
 
 
+def dynamo_counts():
+    """(graphs Dynamo compiled, graph breaks) so far in this process."""
+    counters = torch._dynamo.utils.counters
+    return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
+
+
 def timed_calls(call, device, steps):
-    """Seconds of each of `steps` calls, after WARM_UP_STEPS calls (which run
-    any compile). Each call ends when the device is idle."""
+    """Median and IQR (seconds) of `steps` calls, after WARM_UP_STEPS calls
+    (which run any compile), and the graphs compiled while timed (a recompile
+    there would be timed as a step: it should be 0). Each call ends when the
+    device is idle."""
     for _ in range(WARM_UP_STEPS):
         call()
     synchronize(device)
     # OpenMP workers of the previous mode spin for a while after their last
     # op; let them stop before this mode takes the cores.
     time.sleep(SETTLE_SECONDS)
+    graphs_before = dynamo_counts()[0]
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         call()
         synchronize(device)
         times.append(time.perf_counter() - start)
-    return times
-
-
-def summary(times):
-    """Median and interquartile range, in seconds."""
     quartiles = statistics.quantiles(times, n=4, method="inclusive")
-    return {"median_s": statistics.median(times), "iqr_s": quartiles[2] - quartiles[0]}
+    return {"median_s": statistics.median(times), "iqr_s": quartiles[2] - quartiles[0],
+            "graphs_compiled_while_timed": dynamo_counts()[0] - graphs_before}
 
 
 def steady_state(spec, mode, steps):
-    """Training step, then inference forward, of one model in one mode."""
+    """Training step, then inference forward, of one model in one mode, with
+    the graphs and graph breaks Dynamo made for it."""
+    graphs, breaks = dynamo_counts()
     training = make_training(spec, mode)
-    train = summary(timed_calls(training.step, mode.device, steps))
+    train = timed_calls(training.step, mode.device, steps)
     training.model.eval()
     inputs = spec.make_batch(torch.Generator().manual_seed(7))[0].to(mode.device)
 
@@ -133,7 +145,10 @@ def steady_state(spec, mode, steps):
         with torch.no_grad():
             return training.model(inputs)
 
-    return {"train": train, "inference": summary(timed_calls(infer, mode.device, steps))}
+    inference = timed_calls(infer, mode.device, steps)
+    graphs_after, breaks_after = dynamo_counts()
+    return {"train": train, "inference": inference,
+            "graphs": graphs_after - graphs, "graph_breaks": breaks_after - breaks}
 
 
 def first_step(name, mode_name):
@@ -152,38 +167,42 @@ def first_step_in_fresh_process(name, mode_name, kiln_cache, inductor_cache):
                KILN_FALLBACK="silent")
     command = [sys.executable, os.path.abspath(__file__), "--first-step-of", name, mode_name]
     result = subprocess.run(command, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
+    if result.returncode != 0:  # it died before it could report (an error is reported)
         lines = result.stderr.strip().splitlines() or [f"exit status {result.returncode}"]
         return {"error": lines[-1]}
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def cold_and_warm(name, mode_name):
+    """First steps with empty caches, then warm ones; a mode without a cache
+    (cpu-eager) has no warm run: it would only measure the same again."""
     with tempfile.TemporaryDirectory(prefix="kiln-bench-compile-") as folder:
         caches = (os.path.join(folder, "kiln"), os.path.join(folder, "inductor"))
-        cold = first_step_in_fresh_process(name, mode_name, *caches)
-        warm = first_step_in_fresh_process(name, mode_name, *caches)
-    return {"cold": cold, "warm": warm}
+        result = {"cold": first_step_in_fresh_process(name, mode_name, *caches)}
+        if MODES[mode_name].has_cache:
+            result["warm"] = first_step_in_fresh_process(name, mode_name, *caches)
+    return result
 
 
 def pointwise_chain(x):
-    """Sixteen distinct cheap pointwise ops; values stay finite."""
+    """Sixteen cheap pointwise ops (fourteen distinct ATen ops); for x in
+    [-1, 1] the values stay finite and spread (none saturates), so the
+    comparison with cpu-eager's result can catch a wrong one."""
     y = x * 1.5
     y = y + 0.25
     y = torch.sin(y)
     y = y * x
     y = y - 0.5
     y = torch.abs(y)
-    y = y + 1.0
     y = torch.sqrt(y)
     y = torch.tanh(y)
-    y = y / 1.75
+    y = y / 0.5
     y = torch.exp(y)
-    y = torch.neg(y)
+    y = torch.neg(y) * x
     y = torch.sigmoid(y)
     y = torch.cos(y)
     y = torch.maximum(y, x)
-    return torch.clamp(y, -0.75, 0.75)
+    return torch.log(y)
 
 
 def chain(mode, steps, reference):
@@ -191,19 +210,20 @@ def chain(mode, steps, reference):
     x = torch.rand(CHAIN_ELEMENTS, generator=torch.Generator().manual_seed(3)) * 2 - 1
     x = x.to(mode.device)
     function = prepare(mode, pointwise_chain)
-    times = timed_calls(lambda: function(x), mode.device, steps)
-    difference = (function(x).cpu() - reference).abs().max().item()
-    return {**summary(times), "max_abs_difference": difference}
+    result = timed_calls(lambda: function(x), mode.device, steps)
+    return {**result, "max_abs_difference": (function(x).cpu() - reference).abs().max().item()}
 
 
 def measured(function, *args):
     """function(*args), or {"error": ...} when it raises: one mode's failure
-    must not stop the others."""
+    must not stop the others. The error keeps the message's first paragraph,
+    as Dynamo puts the backend's own error on the line after its own."""
     try:
         return function(*args)
     except Exception as error:  # noqa: BLE001 - reported, then the run goes on
-        first_line = (str(error).strip().splitlines() or [""])[0]
-        return {"error": f"{type(error).__name__}: {first_line}"}
+        paragraph = str(error).strip().split("\n\n")[0]
+        text = " ".join(line.strip() for line in paragraph.splitlines())
+        return {"error": f"{type(error).__name__}: {text[:400]}"}
 
 
 def milliseconds(entry):
@@ -232,19 +252,24 @@ def print_errors(table):
 
 def run_steady_state(names, modes, steps, figures):
     print(f"\nsteady state (ms, median ±IQR of {steps}; after {WARM_UP_STEPS} warm-up steps)")
-    print(f"{'model':<13}{'mode':<15}{'train step':>18}{'inference':>18}")
+    print("graphs, breaks = graphs Dynamo compiled for the mode (train and inference), graph breaks")
+    print(f"{'model':<13}{'mode':<15}{'train step':>18}{'inference':>18}{'graphs':>8}{'breaks':>8}")
     errors = {}
     for name in names:
         rows = figures.setdefault(name, {}).setdefault("steady", {})
         for mode_name, mode in modes.items():
-            result = measured(steady_state, MODELS[name], mode, steps)
-            rows[mode_name] = result
+            rows[mode_name] = result = measured(steady_state, MODELS[name], mode, steps)
+            cells = ["error"] * 2 + ["-"] * 2
             if "error" in result:
                 errors[f"{name} {mode_name}"] = result
-                train = inference = "error"
             else:
-                train, inference = milliseconds(result["train"]), milliseconds(result["inference"])
-            print(f"{name:<13}{mode_name:<15}{train:>18}{inference:>18}")
+                cells[:2] = milliseconds(result["train"]), milliseconds(result["inference"])
+                if mode.backend:
+                    cells[2:] = str(result["graphs"]), str(result["graph_breaks"])
+                for kind in ("train", "inference"):
+                    if result[kind]["graphs_compiled_while_timed"]:
+                        errors[f"{name} {mode_name} {kind}"] = {"error": "recompiled while timed"}
+            print(f"{name:<13}{mode_name:<15}{cells[0]:>18}{cells[1]:>18}{cells[2]:>8}{cells[3]:>8}")
     print_errors(errors)
     print("\nratios of steady-state medians (train / inference)")
     print(f"{'model':<13}{'inductor / kiln-compiled (>= 1.0)':>36}{'kiln-eager / kiln-compiled (> 1)':>36}")
@@ -258,28 +283,37 @@ def run_steady_state(names, modes, steps, figures):
         print(f"{name:<13}{pairs[0]:>36}{pairs[1]:>36}")
 
 
+def first_step_cell(entry):
+    if entry is None:
+        return "-"
+    return "error" if "error" in entry else f"{entry['seconds']:.2f}"
+
+
 def run_first_steps(names, mode_names, figures):
     print("\nfirst training step in a fresh process (s): cold = empty kiln and inductor caches,")
-    print("warm = a second process on the same folders")
+    print("warm = a second process on the same folders (none for cpu-eager: it has no cache);")
+    print("kernels, compile s = kiln's kernel compiler in the cold process")
     print(f"{'model':<13}{'mode':<15}{'cold s':>9}{'warm s':>9}{'kernels':>9}{'compile s':>11}")
     errors = {}
     for name in names:
         rows = figures.setdefault(name, {}).setdefault("first_step", {})
         for mode_name in mode_names:
             rows[mode_name] = result = cold_and_warm(name, mode_name)
-            cold, warm = result["cold"], result["warm"]
-            for which, entry in (("cold", cold), ("warm", warm)):
+            for which, entry in result.items():
                 if "error" in entry:
                     errors[f"{name} {mode_name} {which}"] = entry
-            cells = ["error" if "error" in entry else f"{entry['seconds']:.2f}" for entry in (cold, warm)]
-            kernels = "-" if "error" in cold else str(cold["kernels_compiled"])
-            compile_seconds = "-" if "error" in cold else f"{cold['compile_seconds']:.2f}"
+            cells = [first_step_cell(result.get(which)) for which in ("cold", "warm")]
+            cold = result["cold"]
+            # kiln's kernel compiler counters: nothing to show for a CPU mode.
+            counted = "error" not in cold and MODES[mode_name].device == "kiln"
+            kernels = str(cold["kernels_compiled"]) if counted else "-"
+            compile_seconds = f"{cold['compile_seconds']:.2f}" if counted else "-"
             print(f"{name:<13}{mode_name:<15}{cells[0]:>9}{cells[1]:>9}{kernels:>9}{compile_seconds:>11}")
     print_errors(errors)
     print(f"\n{'model':<13}{'cold: inductor / kiln-compiled (>= 1.0)':>42}{'warm':>10}")
     for name in names:
         rows = figures[name]["first_step"]
-        parts = [ratio({mode: rows[mode][which] for mode in rows}, "cpu-inductor", "kiln-compiled",
+        parts = [ratio({mode: rows[mode].get(which) for mode in rows}, "cpu-inductor", "kiln-compiled",
                        "seconds") for which in ("cold", "warm")]
         print(f"{name:<13}{ratio_text(parts[0]):>42}{ratio_text(parts[1]):>10}")
 
@@ -295,6 +329,9 @@ def run_chain(modes, steps, figures):
         difference = "-" if "error" in result else f"{result['max_abs_difference']:.2e}"
         print(f"{mode_name:<15}{milliseconds(result):>18}{difference:>26}")
     print_errors(rows)
+    for mode_name, result in rows.items():
+        if result.get("graphs_compiled_while_timed"):
+            print(f"  {mode_name}: recompiled while timed")
     print(f"kiln-eager / kiln-compiled (target >= 4): "
           f"{ratio_text(ratio(rows, 'kiln-eager', 'kiln-compiled', 'median_s'))}")
 
@@ -310,7 +347,7 @@ def main():
                         help=argparse.SUPPRESS)  # the fresh process of the first-step figures
     args = parser.parse_args()
     if args.first_step_of:
-        print(json.dumps(first_step(*args.first_step_of)))
+        print(json.dumps(measured(first_step, *args.first_step_of)))
         return
     names = args.models.split(",")
     for name in names:
@@ -332,10 +369,16 @@ def main():
         else:
             modes[mode_name] = MODES[mode_name]
 
-    run_steady_state(names, modes, args.steps, figures)
+    sections = [("steady state", run_steady_state, (names, modes, args.steps, figures))]
     if not args.skip_cold:
-        run_first_steps(names, list(modes), figures)
-    run_chain(modes, args.steps, figures)
+        sections.append(("first step", run_first_steps, (names, list(modes), figures)))
+    sections.append(("pointwise chain", run_chain, (modes, args.steps, figures)))
+    figures["section_seconds"] = {}
+    for title, function, arguments in sections:
+        start = time.perf_counter()
+        function(*arguments)
+        figures["section_seconds"][title] = seconds = time.perf_counter() - start
+        print(f"({title}: {seconds:.0f} s)")
     if args.json:
         with open(args.json, "w") as output:
             json.dump(figures, output, indent=2)

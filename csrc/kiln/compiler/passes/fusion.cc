@@ -139,6 +139,9 @@ class Fuser {
           read_only_inside(group, n) && fits_operands(producer, n)) {
         group.kind = ir::KernelKind::kReduction;
         group.reduction_node = n;
+        // The kernels of its other inputs now have a reader outside: a node
+        // joining one later would move it after this kernel, which reads it.
+        seal_producers(node, producer);
         join(n, producer);
         return;
       }

@@ -435,6 +435,23 @@ TEST(GraphPasses, ReductionSealsTheKernelsOfItsOtherInputs) {
   checked_fuse(maker.graph);
 }
 
+// A call with side effects may mutate what an earlier node read (through any
+// alias), so a kernel holding that node must not move past the call.
+TEST(GraphPasses, KernelsOpenAtASideEffectRunBeforeIt) {
+  GraphMaker maker;
+  GraphValueId a = maker.input(kMatrix);
+  GraphValueId before = maker.pointwise({a, a});                    // node 0 reads a
+  GraphValueId mutated = maker.extern_call({a}, {kMatrix}, true)[0]; // node 1: like aten::add_(a)
+  maker.graph.nodes.back().aliases_input = true;
+  GraphValueId after = maker.pointwise({before, before});           // node 2
+  maker.output(after);
+  maker.output(mutated);
+  FusionResult fusion = checked_fuse(maker.graph);
+  ASSERT_EQ(fusion.steps.size(), 3u) << print_fusion(maker.graph, fusion);
+  EXPECT_EQ(step_kernels(fusion), (std::vector<int>{0, -1, 1}));
+  EXPECT_EQ(fusion.kernels[0].nodes, (std::vector<int>{0}));
+}
+
 TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
   std::mt19937 generator(20261203);
   size_t fused_nodes = 0, reduction_kernels = 0;

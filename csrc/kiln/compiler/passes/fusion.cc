@@ -104,6 +104,12 @@ class Fuser {
     switch (node.kind) {
       case GraphNodeKind::kExtern:
         seal_producers(node, -1);
+        // A call with side effects may write what an open kernel read (through
+        // any alias). A node joining that kernel later would move the kernel
+        // after the call, so every open kernel closes here.
+        if (node.has_side_effects) {
+          for (Group& group : groups_) group.sealed = true;
+        }
         externs_.push_back(n);
         return;
       case GraphNodeKind::kReduction:

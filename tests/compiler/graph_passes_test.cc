@@ -163,6 +163,19 @@ std::string check_fusion(const ir::Graph& graph, const FusionResult& fusion) {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (placed[n] != 1) return "node " + std::to_string(n) + " placed " + std::to_string(placed[n]) + " times";
   }
+  // Calls with side effects keep their place among the nodes: a kernel runs
+  // before such a call exactly when all its nodes come before it.
+  for (size_t s = 0; s < fusion.steps.size(); ++s) {
+    const ProgramStep& call = fusion.steps[s];
+    if (call.kind != ProgramStep::Kind::kExtern || !graph.nodes[call.index].has_side_effects) continue;
+    for (size_t t = 0; t < fusion.steps.size(); ++t) {
+      if (fusion.steps[t].kind != ProgramStep::Kind::kKernel) continue;
+      const std::vector<int>& nodes = fusion.kernels.at(fusion.steps[t].index).nodes;
+      if (nodes.empty()) return "kernel " + std::to_string(fusion.steps[t].index) + " has no nodes";
+      if (nodes.front() < call.index && nodes.back() > call.index) return "a kernel straddles node " + std::to_string(call.index);
+      if ((t < s) != (nodes.back() < call.index)) return "a kernel moves past node " + std::to_string(call.index);
+    }
+  }
   // The graph's own computation, as symbols: graph inputs and extern results are opaque.
   Symbols symbols;
   std::vector<int> meaning(graph.values.size(), -1);
@@ -349,19 +362,25 @@ TEST(GraphPasses, OperandCapStartsANewKernel) {
 // sums of 1-2 inputs of one size, divisions by a constant (epilogue material)
 // and extern calls of 1-2 results, some with side effects. Nodes mostly read
 // recent values, so chains form. Sizes come from a few that broadcast.
-ir::Graph random_graph(std::mt19937& generator) {
+ir::Graph random_graph(std::mt19937& generator, bool wide) {
   const std::vector<Sizes> shapes = {{4, 8}, {4, 1}, {1, 8}};
   auto pick = [&](size_t count) { return std::uniform_int_distribution<size_t>(0, count - 1)(generator); };
+  auto shape = [&]() { return wide && pick(4) ? kMatrix : shapes[pick(3)]; };
   GraphMaker maker;
   Values values;
   auto pick_value = [&]() {
     return pick(2) ? values[values.size() - 1 - pick(std::min<size_t>(values.size(), 3))] : values[pick(values.size())];
   };
-  for (size_t i = 0, count = 1 + pick(3); i < count; ++i) values.push_back(maker.input(shapes[pick(3)]));
-  for (size_t n = 0, count = 2 + pick(14); n < count; ++n) {
-    const size_t kind = pick(7);
+  for (size_t i = 0, count = wide ? 16 + pick(16) : 1 + pick(3); i < count; ++i) {
+    values.push_back(maker.input(shape()));
+  }
+  for (size_t n = 0, count = wide ? 10 + pick(20) : 2 + pick(14); n < count; ++n) {
+    // Wide graphs: mostly long pointwise chains over many inputs, to reach the operand cap.
+    const size_t kind = wide && pick(4) ? 1 : pick(7);
     Values inputs;
-    for (size_t i = 0, arity = 1 + pick(kind < 3 ? 3 : 2); i < arity; ++i) inputs.push_back(pick_value());
+    for (size_t i = 0, arity = 1 + pick(kind < 3 ? 3 : 2); i < arity; ++i) {
+      inputs.push_back(wide && i == 0 ? values.back() : pick_value());
+    }
     if (kind < 3) {
       values.push_back(maker.pointwise(inputs, kind == 0 ? OpCode::kMultiply : OpCode::kAdd));
     } else if (kind == 3) {
@@ -377,8 +396,8 @@ ir::Graph random_graph(std::mt19937& generator) {
       const std::vector<std::vector<int>> dims = {{0}, {1}, {0, 1}};
       values.push_back(maker.reduction(inputs, dims[pick(3)]));
     } else {
-      std::vector<Sizes> outputs = {shapes[pick(3)]};
-      if (pick(2)) outputs.push_back(shapes[pick(3)]);
+      std::vector<Sizes> outputs = {shape()};
+      if (pick(2)) outputs.push_back(shape());
       for (GraphValueId result : maker.extern_call(inputs, outputs, pick(4) == 0)) values.push_back(result);
     }
   }
@@ -455,8 +474,8 @@ TEST(GraphPasses, KernelsOpenAtASideEffectRunBeforeIt) {
 TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
   std::mt19937 generator(20261203);
   size_t fused_nodes = 0, reduction_kernels = 0;
-  for (int trial = 0; trial < 1000; ++trial) {
-    ir::Graph graph = random_graph(generator);
+  for (int trial = 0; trial < 1500; ++trial) {
+    ir::Graph graph = random_graph(generator, trial % 3 == 2);
     SCOPED_TRACE("trial " + std::to_string(trial));
     FusionResult fusion = checked_fuse(graph);
     for (const FusedKernel& kernel : fusion.kernels) {

@@ -147,7 +147,9 @@ size_t operand_count(const FusedKernel& kernel) { return kernel.inputs.size() + 
 // in one kernel or extern step; running the steps in order, every value is
 // produced before a step reads it and every graph output is produced; each
 // kernel stores exactly the values read outside it, each computed as the graph
-// computes it; and kernels stay within the launcher's operand limit.
+// computes it, and computes each node at that node's sizes; kernels stay
+// within the launcher's operand limit; kernels stay on their side of calls
+// with side effects.
 std::string check_fusion(const ir::Graph& graph, const FusionResult& fusion) {
   std::vector<int> placed(graph.nodes.size(), 0);
   std::vector<int> kernel_of(graph.nodes.size(), -1);
@@ -211,6 +213,19 @@ std::string check_fusion(const ir::Graph& graph, const FusionResult& fusion) {
     const FusedKernel& kernel = fusion.kernels.at(step.index);
     const std::string where = "kernel " + std::to_string(step.index) + ": ";
     if (operand_count(kernel) > static_cast<size_t>(ir::kMaxOperands)) return where + "too many operands";
+    // Each node computes at the kernel's iteration sizes; epilogue nodes at the reduction result's.
+    const ir::GraphNode* reduction = nullptr;
+    for (int n : kernel.nodes) {
+      const ir::GraphNode& node = graph.nodes[n];
+      if (node.kind == GraphNodeKind::kReduction) {
+        reduction = &node;
+        if (graph.values[node.inputs[0]].sizes != kernel.iteration_sizes) return where + "reduces at other sizes";
+      } else if (graph.values[node.outputs[0]].sizes !=
+                 (reduction ? graph.values[reduction->outputs[0]].sizes : kernel.iteration_sizes)) {
+        return where + "computes node " + std::to_string(n) + " at other sizes";
+      }
+    }
+    if ((reduction != nullptr) != (kernel.kind == ir::KernelKind::kReduction)) return where + "of the wrong kind";
     for (GraphValueId input : kernel.inputs) {
       if (!ready[input]) return where + "reads v" + std::to_string(input) + " before it is produced";
     }
@@ -428,6 +443,10 @@ TEST(GraphPasses, CheckFusionRejectsBrokenPrograms) {
             std::string::npos);
   EXPECT_NE(problem([](FusionResult& f) { f.steps.pop_back(); }).find("not every kernel"), std::string::npos);
   EXPECT_NE(problem([](FusionResult& f) { f.kernels[1].nodes.clear(); }).find("placed 0 times"), std::string::npos);
+  EXPECT_NE(problem([](FusionResult& f) { f.kernels[1].iteration_sizes = {4, 1}; }).find("at other sizes"),
+            std::string::npos);
+  EXPECT_NE(problem([](FusionResult& f) { f.kernels[1].kind = ir::KernelKind::kReduction; }).find("wrong kind"),
+            std::string::npos);
   EXPECT_NE(problem([](FusionResult& f) { std::swap(f.kernels[0].results[0], f.kernels[0].results[1]); })
                 .find("stores a wrong v"), std::string::npos);
   EXPECT_NE(problem([](FusionResult& f) { f.kernels[0].expression.back().op = OpCode::kSubtract; })
@@ -473,7 +492,7 @@ TEST(GraphPasses, KernelsOpenAtASideEffectRunBeforeIt) {
 
 TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
   std::mt19937 generator(20261203);
-  size_t fused_nodes = 0, reduction_kernels = 0;
+  size_t fused_nodes = 0, reduction_kernels = 0, dead_nodes = 0;
   for (int trial = 0; trial < 1500; ++trial) {
     ir::Graph graph = random_graph(generator, trial % 3 == 2);
     SCOPED_TRACE("trial " + std::to_string(trial));
@@ -482,12 +501,30 @@ TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
       fused_nodes += kernel.nodes.size() - 1;
       reduction_kernels += kernel.kind == ir::KernelKind::kReduction && kernel.nodes.size() > 1;
     }
-    eliminate_dead_code(graph);
+    auto side_effects = [](const ir::Graph& g) {
+      return std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::GraphNode& n) { return n.has_side_effects; });
+    };
+    const auto calls = side_effects(graph);
+    const size_t removed = eliminate_dead_code(graph);
+    EXPECT_EQ(side_effects(graph), calls);
+    // What is left is read: every result a node keeps, and a node keeps one unless it has side effects.
+    std::vector<bool> read(graph.values.size(), false);
+    for (GraphValueId output : graph.outputs) read[output] = true;
+    for (const ir::GraphNode& node : graph.nodes) {
+      for (GraphValueId input : node.inputs) read[input] = true;
+    }
+    for (const ir::GraphNode& node : graph.nodes) {
+      const bool keeps = std::any_of(node.outputs.begin(), node.outputs.end(), [](GraphValueId v) { return v != ir::kNoValue; });
+      EXPECT_TRUE(keeps || node.has_side_effects) << node.label;
+      for (GraphValueId output : node.outputs) EXPECT_TRUE(output == ir::kNoValue || read[output]) << node.label;
+    }
+    dead_nodes += removed;
     checked_fuse(graph);
   }
   // The graphs exercise fusion, not just one kernel per node.
   EXPECT_GT(fused_nodes, 1000u);
   EXPECT_GT(reduction_kernels, 100u);
+  EXPECT_GT(dead_nodes, 1000u);
 }
 
 TEST(GraphPasses, DeadCodeEliminationKeepsOnlyWhatOutputsAndSideEffectsNeed) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -111,7 +112,7 @@ class Symbols {
  public:
   int intern(const std::string& text) { return ids_.emplace(text, static_cast<int>(ids_.size())).first->second; }
   // The id of each node of `fragment`, with loads reading `loads` and the
-  // the accumulator `accumulator`.
+  // accumulator reading `accumulator`.
   std::vector<int> evaluate(const std::vector<Node>& fragment, const std::vector<int>& loads, int accumulator) {
     std::vector<int> ids;
     for (const Node& node : fragment) {
@@ -124,8 +125,10 @@ class Symbols {
         ids.push_back(accumulator);
         continue;
       }
-      text += std::string(" ") + ir::dtype_name(node.dtype) + " " + std::to_string(node.real) + " " +
-              std::to_string(node.integer);
+      char fields[64];  // every bit of `real`: nearby constants must not compare equal
+      std::snprintf(fields, sizeof fields, " %s %a %lld", ir::dtype_name(node.dtype), node.real,
+                    static_cast<long long>(node.integer));
+      text += fields;
       for (int a = 0; a < ir::opcode_arity(node.op); ++a) text += " #" + std::to_string(ids.at(node.args[a]));
       ids.push_back(intern(text));
     }

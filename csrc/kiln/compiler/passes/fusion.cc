@@ -104,6 +104,12 @@ class Fuser {
     switch (node.kind) {
       case GraphNodeKind::kExtern:
         seal_producers(node, -1);
+        // A call with side effects may write what an open kernel read (through
+        // any alias). A node joining that kernel later would move the kernel
+        // after the call, so every open kernel closes here.
+        if (node.has_side_effects) {
+          for (Group& group : groups_) group.sealed = true;
+        }
         externs_.push_back(n);
         return;
       case GraphNodeKind::kReduction:
@@ -139,6 +145,9 @@ class Fuser {
           read_only_inside(group, n) && fits_operands(producer, n)) {
         group.kind = ir::KernelKind::kReduction;
         group.reduction_node = n;
+        // The kernels of its other inputs now have a reader outside: a node
+        // joining one later would move it after this kernel, which reads it.
+        seal_producers(node, producer);
         join(n, producer);
         return;
       }

@@ -6,8 +6,10 @@
 // pointwise kernel that produced its input when nothing else reads that
 // kernel's values (they then never reach memory); pointwise nodes that read
 // only a reduction's results join it as its epilogue. A kernel closes as soon
-// as anything outside it reads one of its values, so a kernel always runs
-// before its readers: each kernel runs at the place of its last node.
+// as anything outside it reads one of its values, and every open kernel closes
+// at an extern call with side effects, so a kernel always runs before its
+// readers and before any call that may mutate what it read: each kernel runs
+// at the place of its last node.
 //
 // Values computed inside a kernel and read only there are never stored. The
 // fused expression of a kernel is one fragment (graph.h's dialect) over the

@@ -88,6 +88,31 @@ StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+namespace {
+
+// True when `compiler` links a shared object whose loop calls a `simd`
+// declared sinf against libmvec (glibc 2.22 and later on x86-64).
+bool links_vector_math(const std::string& compiler) {
+  StatusOr<std::string> source = make_temporary(P_tmpdir, "kiln-vector-math-");
+  if (!source.ok()) return false;
+  const std::string source_path = source.value() + ".c";
+  const std::string object_path = source.value() + ".so";
+  {
+    std::ofstream file(source_path);
+    file << "float sinf(float) __attribute__((simd(\"notinbranch\"), const, nothrow));\n"
+            "void kiln_probe(float* x, int n) { for (int i = 0; i < n; ++i) x[i] = sinf(x[i]); }\n";
+  }
+  std::vector<std::string> arguments = {compiler};
+  arguments.insert(arguments.end(), kDefaultFlags.begin(), kDefaultFlags.end());
+  arguments.insert(arguments.end(), {"-o", object_path, source_path, "-lmvec", "-lm"});
+  std::string output;
+  StatusOr<int> exit_code = run_process(arguments, output);
+  for (const std::string& path : {source.value(), source_path, object_path}) std::remove(path.c_str());
+  return exit_code.ok() && exit_code.value() == 0;
+}
+
+}  // namespace
+
 StatusOr<Toolchain> Toolchain::probe(const std::string& compiler) {
   std::string output;
   StatusOr<int> exit_code = run_process({compiler, "--version"}, output);
@@ -96,7 +121,10 @@ StatusOr<Toolchain> Toolchain::probe(const std::string& compiler) {
     return failed_precondition("the C compiler '" + compiler + "' does not run (" + reason +
                                "); install one or point KILN_CC at it");
   }
-  return Toolchain(compiler, first_line(output), kDefaultFlags);
+  std::vector<std::string> flags = kDefaultFlags;
+  const bool vector_math = links_vector_math(compiler);
+  if (vector_math) flags.push_back("-DKILN_VECTOR_MATH");
+  return Toolchain(compiler, first_line(output), flags, vector_math);
 }
 
 std::string Toolchain::identity() const {
@@ -110,8 +138,10 @@ Status Toolchain::compile(const std::string& source_path, const std::string& out
   if (!temporary.ok()) return temporary.status();
   std::vector<std::string> arguments = {compiler_};
   arguments.insert(arguments.end(), flags_.begin(), flags_.end());
-  // libm after the source: kernels call its functions (exp, log, ...).
-  arguments.insert(arguments.end(), {"-o", temporary.value(), source_path, "-lm"});
+  // libm (and libmvec) after the source: kernels call their functions.
+  arguments.insert(arguments.end(), {"-o", temporary.value(), source_path});
+  if (vector_math_) arguments.push_back("-lmvec");
+  arguments.push_back("-lm");
   std::string diagnostics;
   StatusOr<int> exit_code = run_process(arguments, diagnostics);
   if (!exit_code.ok() || exit_code.value() != 0) {

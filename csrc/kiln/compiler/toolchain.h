@@ -20,13 +20,18 @@ namespace kiln {
 class Toolchain {
  public:
   // Runs `compiler --version`. kFailedPrecondition naming the compiler (and
-  // KILN_CC) if it cannot be run.
+  // KILN_CC) if it cannot be run. Also tries to link a tiny object against
+  // glibc's vector math library (libmvec): when that works, kernels are built
+  // with -DKILN_VECTOR_MATH and -lmvec, and the prelude declares libm's
+  // functions `simd`, so loops calling sin, log, tanh, ... vectorise.
   static StatusOr<Toolchain> probe(const std::string& compiler);
 
   const std::string& compiler() const { return compiler_; }
   // The first line `--version` printed, e.g. "cc (Debian 12.2.0-14) 12.2.0".
   const std::string& version() const { return version_; }
   const std::vector<std::string>& flags() const { return flags_; }
+  // True when kernels link libmvec (see probe()).
+  bool vector_math() const { return vector_math_; }
   // Compiler, version and flags in one string: part of every kernel cache key,
   // so a different compiler or flag set never reuses another's objects.
   std::string identity() const;
@@ -39,12 +44,16 @@ class Toolchain {
   Status compile(const std::string& source_path, const std::string& output_path) const;
 
  private:
-  Toolchain(std::string compiler, std::string version, std::vector<std::string> flags)
-      : compiler_(std::move(compiler)), version_(std::move(version)), flags_(std::move(flags)) {}
+  Toolchain(std::string compiler, std::string version, std::vector<std::string> flags, bool vector_math)
+      : compiler_(std::move(compiler)),
+        version_(std::move(version)),
+        flags_(std::move(flags)),
+        vector_math_(vector_math) {}
 
   std::string compiler_;
   std::string version_;
   std::vector<std::string> flags_;
+  bool vector_math_ = false;
 };
 
 // Runs `arguments` (arguments[0] is looked up on PATH) and waits for it.

@@ -24,6 +24,23 @@ typedef struct {
 } kiln_launch_args;
 _Static_assert(sizeof(kiln_launch_args) == 8 * (16 + 8 + 128 + 8 + 2), "launch ABI");
 #define KILN_EXPORT __attribute__((visibility("default")))
+/* With libmvec (the toolchain defines KILN_VECTOR_MATH when it links), libm's
+   functions are declared `simd`, as glibc's math.h declares them under
+   -ffast-math, so a loop calling __builtin_sinf & co. calls the vector
+   versions (within 4 ulp) and vectorises; special values take libm's scalar
+   path inside them. */
+#ifdef KILN_VECTOR_MATH
+#define KILN_SIMD __attribute__((simd("notinbranch"), const, nothrow))
+#define KILN_SIMD_UNARY(name) float name##f(float) KILN_SIMD; double name(double) KILN_SIMD;
+#define KILN_SIMD_BINARY(name) float name##f(float, float) KILN_SIMD; double name(double, double) KILN_SIMD;
+KILN_SIMD_UNARY(sin) KILN_SIMD_UNARY(cos) KILN_SIMD_UNARY(tan) KILN_SIMD_UNARY(asin)
+KILN_SIMD_UNARY(acos) KILN_SIMD_UNARY(atan) KILN_SIMD_UNARY(sinh) KILN_SIMD_UNARY(cosh)
+KILN_SIMD_UNARY(tanh) KILN_SIMD_UNARY(asinh) KILN_SIMD_UNARY(acosh) KILN_SIMD_UNARY(atanh)
+KILN_SIMD_UNARY(log) KILN_SIMD_UNARY(log2) KILN_SIMD_UNARY(log10) KILN_SIMD_UNARY(log1p)
+KILN_SIMD_UNARY(exp) KILN_SIMD_UNARY(exp2) KILN_SIMD_UNARY(expm1) KILN_SIMD_UNARY(erf)
+KILN_SIMD_UNARY(erfc)
+KILN_SIMD_BINARY(atan2) KILN_SIMD_BINARY(pow) KILN_SIMD_BINARY(hypot)
+#endif
 /* GCC 12.2 miscompiles the lane loops of row reductions that widen 8-bit
    values to 64 bits inside the per-output loop (partial redundancy elimination
    after loop vectorisation); reductions turn that pass off. */

@@ -52,6 +52,7 @@ WARM_UP_STEPS = 3
 ROUNDS = 4
 SETTLE_SECONDS = 0.05
 CHAIN_ELEMENTS = 4 * 1024 * 1024
+CHILD_TIMEOUT_SECONDS = 300  # a first step hung that long is reported, not waited for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +205,11 @@ def first_step_in_fresh_process(name, mode_name, kiln_cache, inductor_cache):
     env = dict(os.environ, KILN_CACHE_DIR=kiln_cache, TORCHINDUCTOR_CACHE_DIR=inductor_cache,
                KILN_FALLBACK="silent")
     command = [sys.executable, os.path.abspath(__file__), "--first-step-of", name, mode_name]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    try:
+        result = subprocess.run(command, env=env, capture_output=True, text=True,
+                                timeout=CHILD_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no first step within {CHILD_TIMEOUT_SECONDS} s (stopped)"}
     if result.returncode != 0:  # it died before it could report (an error is reported)
         lines = result.stderr.strip().splitlines() or [f"exit status {result.returncode}"]
         return {"error": lines[-1]}

@@ -6,7 +6,8 @@ Modes: cpu-eager; cpu-inductor (torch.compile(model), the default backend, on
 the CPU); kiln-eager (the model on device "kiln"); kiln-compiled
 (torch.compile(model, backend="kiln") on "kiln"). Only the model's forward is
 compiled, with dynamic=False; loss, backward and optimizer stay eager, as in
-torch_kiln.models.Training. Every mode is measured by the same functions.
+torch_kiln.models.Training. Every mode is made by one function, prepare(),
+and timed by one, side_by_side(), where the modes take turns.
 
 - steady state: median and IQR, over --steps steps, of a training step and of
   the forward alone (eval mode, torch.no_grad(), one fixed batch), after
@@ -18,9 +19,9 @@ torch_kiln.models.Training. Every mode is measured by the same functions.
   temporary KILN_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR per model and mode;
   then in a second process on the same, now warm, folders.
   Target: inductor / kiln-compiled (cold) >= 1.0.
-- pointwise chain: sixteen cheap pointwise ops (fourteen distinct) on 4M
-  float32 elements in one function; milliseconds per call, and the largest
-  difference from cpu-eager's result. Target: kiln-eager / kiln-compiled >= 4.
+- pointwise chain: sixteen distinct cheap pointwise ops on 4M float32
+  elements in one function; milliseconds per call, and the largest difference
+  from cpu-eager's result. Target: kiln-eager / kiln-compiled >= 4.
 
 A mode whose compile backend is not registered is reported as such; a mode
 that fails is reported with its error; the others go on. Nothing is asserted.
@@ -48,8 +49,10 @@ import torch_kiln
 from torch_kiln.models import MODELS, Training
 
 WARM_UP_STEPS = 3
+ROUNDS = 4
 SETTLE_SECONDS = 0.05
 CHAIN_ELEMENTS = 4 * 1024 * 1024
+CHILD_TIMEOUT_SECONDS = 300  # a first step hung that long is reported, not waited for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,11 +84,10 @@ def unavailable(mode):
 
 def prepare(mode, function):
     """`function` (a module or a plain function) as `mode` runs it: itself
-    when eager, else wrapped by torch.compile with the mode's backend. Compiled
-    code of an earlier mode is dropped first, so no mode reuses another's."""
+    when eager, else wrapped by torch.compile with the mode's backend (Dynamo
+    guards each compiled entry on its backend, so modes never share code)."""
     if mode.backend is None:
         return function
-    torch._dynamo.reset()
     return torch.compile(function, backend=mode.backend, dynamic=False)
 
 
@@ -96,6 +98,18 @@ def make_training(spec, mode):
     training = Training(spec, mode.device)
     training.model = prepare(mode, training.model)
     return training
+
+
+def make_inference(spec, mode):
+    """A forward of spec's model (eval mode, no_grad) on one fixed batch."""
+    torch.manual_seed(0)
+    model = prepare(mode, spec.make_model().to(mode.device).eval())
+    inputs = spec.make_batch(torch.Generator().manual_seed(7))[0].to(mode.device)
+
+    def infer():
+        with torch.no_grad():
+            return model(inputs)
+    return infer
 
 
 def synchronize(device):
@@ -109,46 +123,68 @@ def dynamo_counts():
     return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
 
 
-def timed_calls(call, device, steps):
-    """Median and IQR (seconds) of `steps` calls, after WARM_UP_STEPS calls
-    (which run any compile), and the graphs compiled while timed (a recompile
-    there would be timed as a step: it should be 0). Each call ends when the
-    device is idle."""
-    for _ in range(WARM_UP_STEPS):
-        call()
-    synchronize(device)
-    # OpenMP workers of the previous mode spin for a while after their last
-    # op; let them stop before this mode takes the cores.
+def error_entry(error):
+    """{"error": ...} for a failed mode. It keeps the message's first
+    paragraph, as Dynamo puts the backend's own error on its second line."""
+    paragraph = str(error).strip().split("\n\n")[0]
+    text = " ".join(line.strip() for line in paragraph.splitlines())
+    return {"error": f"{type(error).__name__}: {text[:400]}"}
+
+
+def timed_round(call, device, count):
+    """Seconds of `count` calls, each ending with the device idle."""
+    # OpenMP workers of the mode timed before spin for a while after their
+    # last op: let them stop; then one call brings the cores back to speed.
     time.sleep(SETTLE_SECONDS)
-    graphs_before = dynamo_counts()[0]
+    call()
+    synchronize(device)
     times = []
-    for _ in range(steps):
+    for _ in range(count):
         start = time.perf_counter()
         call()
         synchronize(device)
         times.append(time.perf_counter() - start)
-    quartiles = statistics.quantiles(times, n=4, method="inclusive")
-    return {"median_s": statistics.median(times), "iqr_s": quartiles[2] - quartiles[0],
-            "graphs_compiled_while_timed": dynamo_counts()[0] - graphs_before}
+    return times
 
 
-def steady_state(spec, mode, steps):
-    """Training step, then inference forward, of one model in one mode, with
-    the graphs and graph breaks Dynamo made for it."""
-    graphs, breaks = dynamo_counts()
-    training = make_training(spec, mode)
-    train = timed_calls(training.step, mode.device, steps)
-    training.model.eval()
-    inputs = spec.make_batch(torch.Generator().manual_seed(7))[0].to(mode.device)
-
-    def infer():
-        with torch.no_grad():
-            return training.model(inputs)
-
-    inference = timed_calls(infer, mode.device, steps)
-    graphs_after, breaks_after = dynamo_counts()
-    return {"train": train, "inference": inference,
-            "graphs": graphs_after - graphs, "graph_breaks": breaks_after - breaks}
+def side_by_side(makers, steps):
+    """Times the call each mode's maker returns: {mode name: (mode, make)}.
+    Every call is first run WARM_UP_STEPS times (any compile happens there),
+    then the modes take turns, ROUNDS rounds of about steps / ROUNDS calls,
+    so background load on a shared machine hits all of them alike. Returns
+    per mode the median and IQR (seconds), the graphs and graph breaks its
+    warm-up made, or {"error": ...}; and the graphs compiled while timed (a
+    recompile would be timed as a step: it should be 0)."""
+    results, calls = {}, {}
+    for mode_name, (mode, make) in makers.items():
+        graphs, breaks = dynamo_counts()
+        try:
+            call = make()
+            for _ in range(WARM_UP_STEPS):
+                call()
+            synchronize(mode.device)
+        except Exception as error:  # noqa: BLE001 - reported; the other modes go on
+            results[mode_name] = error_entry(error)
+            continue
+        graphs_after, breaks_after = dynamo_counts()
+        calls[mode_name] = (mode, call)
+        results[mode_name] = {"times": [], "graphs": graphs_after - graphs,
+                              "graph_breaks": breaks_after - breaks}
+    graphs_before = dynamo_counts()[0]
+    for turn in range(ROUNDS):
+        count = steps // ROUNDS + (turn < steps % ROUNDS)
+        for mode_name, (mode, call) in list(calls.items()):
+            try:
+                results[mode_name]["times"] += timed_round(call, mode.device, count)
+            except Exception as error:  # noqa: BLE001
+                results[mode_name] = error_entry(error)
+                del calls[mode_name]
+    for mode_name in calls:
+        times = results[mode_name].pop("times")
+        quartiles = statistics.quantiles(times, n=4, method="inclusive")
+        results[mode_name].update(median_s=statistics.median(times),
+                                  iqr_s=quartiles[2] - quartiles[0])
+    return results, dynamo_counts()[0] - graphs_before
 
 
 def first_step(name, mode_name):
@@ -159,14 +195,21 @@ def first_step(name, mode_name):
     training = make_training(MODELS[name], mode)
     training.step()
     synchronize(mode.device)
-    return {"seconds": time.perf_counter() - start, **torch_kiln.compiler_stats()}
+    seconds = time.perf_counter() - start
+    # The kernel cache's counters (every kiln mode), and the compiled path's.
+    return {"seconds": seconds, **torch_kiln.compiler_stats(),
+            "compiled_path": torch_kiln.compile_stats() if mode.backend == "kiln" else None}
 
 
 def first_step_in_fresh_process(name, mode_name, kiln_cache, inductor_cache):
     env = dict(os.environ, KILN_CACHE_DIR=kiln_cache, TORCHINDUCTOR_CACHE_DIR=inductor_cache,
                KILN_FALLBACK="silent")
     command = [sys.executable, os.path.abspath(__file__), "--first-step-of", name, mode_name]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    try:
+        result = subprocess.run(command, env=env, capture_output=True, text=True,
+                                timeout=CHILD_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no first step within {CHILD_TIMEOUT_SECONDS} s (stopped)"}
     if result.returncode != 0:  # it died before it could report (an error is reported)
         lines = result.stderr.strip().splitlines() or [f"exit status {result.returncode}"]
         return {"error": lines[-1]}
@@ -185,45 +228,37 @@ def cold_and_warm(name, mode_name):
 
 
 def pointwise_chain(x):
-    """Sixteen cheap pointwise ops (fourteen distinct ATen ops); for x in
-    [-1, 1] the values stay finite and spread (none saturates), so the
-    comparison with cpu-eager's result can catch a wrong one."""
+    """Sixteen distinct cheap pointwise ops, each a pass over memory in
+    eager mode: fusion's gain. (No sine, tangent or logarithm: their
+    arithmetic, not memory, would bound the fused kernel, and the ratio would
+    measure the math library.) For x in [-1, 1] the values stay finite and
+    spread, so the comparison with cpu-eager's result can catch a wrong one."""
     y = x * 1.5
     y = y + 0.25
-    y = torch.sin(y)
-    y = y * x
-    y = y - 0.5
+    y = torch.square(y)
+    y = y - x
     y = torch.abs(y)
-    y = torch.sqrt(y)
-    y = torch.tanh(y)
-    y = y / 0.5
+    y = y / 4.0
+    y = torch.neg(y)
     y = torch.exp(y)
-    y = torch.neg(y) * x
+    y = torch.addcmul(y, y, x, value=0.5)
     y = torch.sigmoid(y)
-    y = torch.cos(y)
     y = torch.maximum(y, x)
-    return torch.log(y)
+    y = torch.rsqrt(y)
+    y = torch.lerp(y, x, 0.3)
+    y = torch.reciprocal(y)
+    y = torch.copysign(y, x)
+    return torch.clamp(y, -1.55, 1.2)
 
 
-def chain(mode, steps, reference):
-    """Time per call of the chain, and its largest difference from `reference`."""
+def chain_input(device):
     x = torch.rand(CHAIN_ELEMENTS, generator=torch.Generator().manual_seed(3)) * 2 - 1
-    x = x.to(mode.device)
-    function = prepare(mode, pointwise_chain)
-    result = timed_calls(lambda: function(x), mode.device, steps)
-    return {**result, "max_abs_difference": (function(x).cpu() - reference).abs().max().item()}
+    return x.to(device)
 
 
-def measured(function, *args):
-    """function(*args), or {"error": ...} when it raises: one mode's failure
-    must not stop the others. The error keeps the message's first paragraph,
-    as Dynamo puts the backend's own error on the line after its own."""
-    try:
-        return function(*args)
-    except Exception as error:  # noqa: BLE001 - reported, then the run goes on
-        paragraph = str(error).strip().split("\n\n")[0]
-        text = " ".join(line.strip() for line in paragraph.splitlines())
-        return {"error": f"{type(error).__name__}: {text[:400]}"}
+def make_chain(mode):
+    function, x = prepare(mode, pointwise_chain), chain_input(mode.device)
+    return lambda: function(x)
 
 
 def milliseconds(entry):
@@ -250,37 +285,47 @@ def print_errors(table):
             print(f"  {key}: {entry['error']}")
 
 
+def graph_cell(mode, *entries):
+    """The graphs and graph breaks of a compiled mode's entries, summed."""
+    if not mode.backend or any("error" in entry for entry in entries):
+        return "-", "-"
+    return (str(sum(entry["graphs"] for entry in entries)),
+            str(sum(entry["graph_breaks"] for entry in entries)))
+
+
 def run_steady_state(names, modes, steps, figures):
-    print(f"\nsteady state (ms, median ±IQR of {steps}; after {WARM_UP_STEPS} warm-up steps)")
+    print(f"\nsteady state (ms, median ±IQR of {steps}, modes taking turns in {ROUNDS} rounds;"
+          f" after {WARM_UP_STEPS} warm-up steps)")
     print("graphs, breaks = graphs Dynamo compiled for the mode (train and inference), graph breaks")
     print(f"{'model':<13}{'mode':<15}{'train step':>18}{'inference':>18}{'graphs':>8}{'breaks':>8}")
-    errors = {}
     for name in names:
-        rows = figures.setdefault(name, {}).setdefault("steady", {})
+        spec = MODELS[name]
+        train, recompiled = side_by_side(
+            {mode_name: (mode, lambda mode=mode: make_training(spec, mode).step)
+             for mode_name, mode in modes.items()}, steps)
+        inference, recompiled_inference = side_by_side(
+            {mode_name: (mode, lambda mode=mode: make_inference(spec, mode))
+             for mode_name, mode in modes.items()}, steps)
+        recompiled += recompiled_inference
+        figures.setdefault(name, {})["steady"] = {
+            "train": train, "inference": inference, "graphs_compiled_while_timed": recompiled}
         for mode_name, mode in modes.items():
-            rows[mode_name] = result = measured(steady_state, MODELS[name], mode, steps)
-            cells = ["error"] * 2 + ["-"] * 2
-            if "error" in result:
-                errors[f"{name} {mode_name}"] = result
-            else:
-                cells[:2] = milliseconds(result["train"]), milliseconds(result["inference"])
-                if mode.backend:
-                    cells[2:] = str(result["graphs"]), str(result["graph_breaks"])
-                for kind in ("train", "inference"):
-                    if result[kind]["graphs_compiled_while_timed"]:
-                        errors[f"{name} {mode_name} {kind}"] = {"error": "recompiled while timed"}
+            cells = (milliseconds(train[mode_name]), milliseconds(inference[mode_name]),
+                     *graph_cell(mode, train[mode_name], inference[mode_name]))
             print(f"{name:<13}{mode_name:<15}{cells[0]:>18}{cells[1]:>18}{cells[2]:>8}{cells[3]:>8}")
-    print_errors(errors)
+        print_errors({f"{name} {mode_name} train": entry for mode_name, entry in train.items()})
+        print_errors({f"{name} {mode_name} inference": entry
+                      for mode_name, entry in inference.items()})
+        if recompiled:
+            print(f"  {name}: {recompiled} graph(s) compiled while timed")
     print("\nratios of steady-state medians (train / inference)")
     print(f"{'model':<13}{'inductor / kiln-compiled (>= 1.0)':>36}{'kiln-eager / kiln-compiled (> 1)':>36}")
     for name in names:
-        rows = figures[name]["steady"]
-        pairs = []
-        for other in ("cpu-inductor", "kiln-eager"):
-            parts = [ratio({mode: rows.get(mode, {}).get(kind, {}) for mode in rows},
-                           other, "kiln-compiled", "median_s") for kind in ("train", "inference")]
-            pairs.append(" / ".join(ratio_text(part) for part in parts))
-        print(f"{name:<13}{pairs[0]:>36}{pairs[1]:>36}")
+        steady = figures[name]["steady"]
+        cells = [" / ".join(ratio_text(ratio(steady[kind], other, "kiln-compiled", "median_s"))
+                            for kind in ("train", "inference"))
+                 for other in ("cpu-inductor", "kiln-eager")]
+        print(f"{name:<13}{cells[0]:>36}{cells[1]:>36}")
 
 
 def first_step_cell(entry):
@@ -321,17 +366,26 @@ def run_first_steps(names, mode_names, figures):
 def run_chain(modes, steps, figures):
     print(f"\npointwise chain: 16 ops on {CHAIN_ELEMENTS} float32 (ms per call, median ±IQR of {steps})")
     print(f"{'mode':<15}{'ms':>18}{'max |diff| vs cpu-eager':>26}")
-    x = torch.rand(CHAIN_ELEMENTS, generator=torch.Generator().manual_seed(3)) * 2 - 1
-    reference = pointwise_chain(x)
-    rows = figures.setdefault("chain", {})
-    for mode_name, mode in modes.items():
-        rows[mode_name] = result = measured(chain, mode, steps, reference)
+    calls = {}
+
+    def maker(mode_name, mode):
+        def make():
+            calls[mode_name] = call = make_chain(mode)
+            return call
+        return mode, make
+
+    rows, recompiled = side_by_side(
+        {mode_name: maker(mode_name, mode) for mode_name, mode in modes.items()}, steps)
+    reference = pointwise_chain(chain_input("cpu"))
+    for mode_name, result in rows.items():
+        if "error" not in result:
+            result["max_abs_difference"] = (calls[mode_name]().cpu() - reference).abs().max().item()
         difference = "-" if "error" in result else f"{result['max_abs_difference']:.2e}"
         print(f"{mode_name:<15}{milliseconds(result):>18}{difference:>26}")
     print_errors(rows)
-    for mode_name, result in rows.items():
-        if result.get("graphs_compiled_while_timed"):
-            print(f"  {mode_name}: recompiled while timed")
+    if recompiled:
+        print(f"  {recompiled} graph(s) compiled while timed")
+    figures["chain"] = {"modes": rows, "graphs_compiled_while_timed": recompiled}
     print(f"kiln-eager / kiln-compiled (target >= 4): "
           f"{ratio_text(ratio(rows, 'kiln-eager', 'kiln-compiled', 'median_s'))}")
 
@@ -347,7 +401,11 @@ def main():
                         help=argparse.SUPPRESS)  # the fresh process of the first-step figures
     args = parser.parse_args()
     if args.first_step_of:
-        print(json.dumps(measured(first_step, *args.first_step_of)))
+        try:
+            result = first_step(*args.first_step_of)
+        except Exception as error:  # noqa: BLE001 - reported by the parent process
+            result = error_entry(error)
+        print(json.dumps(result))
         return
     if args.steps < 2:
         parser.error("--steps must be at least 2 (the IQR needs two samples)")

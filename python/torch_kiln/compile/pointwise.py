@@ -410,3 +410,28 @@ def lower_pointwise(node, arguments):
         context.fragment.entries.append(("cast", result, ir_dtype(value.dtype)))
         context.fragment.dtypes.append(compute_dtype(value.dtype))
     return context.fragment.entries, context.inputs
+
+
+def _floating_binary(name):
+    def lower(context):
+        if not context.output_dtype.is_floating_point:
+            return None
+        return _arithmetic(context, name, context["self"], context["other"])
+    return lower
+
+
+for _op in (aten.copysign.Tensor, aten.copysign.Scalar):
+    LOWERINGS[_op] = _floating_binary("copysign")
+LOWERINGS[aten.atan2.default] = _floating_binary("atan2")
+LOWERINGS[aten.hypot.default] = _floating_binary("hypot")
+for _op in (aten.fmod.Tensor, aten.fmod.Scalar):
+    LOWERINGS[_op] = lambda context: _arithmetic(context, "fmod", context["self"], context["other"])
+for _op in (aten.remainder.Tensor, aten.remainder.Scalar):
+    LOWERINGS[_op] = lambda context: _arithmetic(context, "remainder", context["self"], context["other"])
+
+
+@lowering(aten.isnan.default, aten.isinf.default)
+def _is_special(context):
+    name = "is_nan" if context.node.target is aten.isnan.default else "is_inf"
+    x = context["self"]
+    return context.op(name, context.value(x, x.meta["val"].dtype))

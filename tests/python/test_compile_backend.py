@@ -181,9 +181,24 @@ def test_a_second_process_compiles_nothing_and_the_dump_folder_keeps_every_stage
     first_stats, second_stats = (json.loads(run.stdout.strip().splitlines()[-1]) for run in (first, second))
     assert first_stats["kernels_compiled"] > 0
     assert second_stats["kernels_compiled"] == 0 and second_stats["kernel_cache_hits"] > 0, second_stats
+    assert first_stats["cache_hits"] == 0 and second_stats["cache_hits"] == second_stats["graphs"] == 2
     assert second_stats["losses"] == first_stats["losses"]
     graphs = sorted(os.listdir(dump / "graphs"))
     for kind in ("forward", "backward"):
         for stage in ("fx", "ir", "fused"):
             assert any(name.endswith(f"-{kind}.{stage}.txt") for name in graphs), graphs
     assert any(name.endswith(".c") for name in os.listdir(dump)), os.listdir(dump)
+
+
+def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path):
+    cache = tmp_path / "cache"
+    assert run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache).returncode == 0
+    entries = list((cache / "programs").rglob("*.program"))
+    assert len(entries) == 2
+    for entry in entries:
+        entry.write_bytes(entry.read_bytes()[:-10] + b"0123456789")
+    damaged = run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache)
+    assert damaged.returncode == 0, damaged.stderr
+    assert json.loads(damaged.stdout.strip().splitlines()[-1])["cache_hits"] == 0
+    repaired = run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache)
+    assert json.loads(repaired.stdout.strip().splitlines()[-1])["cache_hits"] == 2

@@ -154,6 +154,9 @@ PYBIND11_MODULE(_C, module) {
   module.def("_get_float64_policy", [] { return float64_policy_name(config().float64_policy()); });
   module.def("_launch_blocking", [] { return config().launch_blocking(); });
   module.def("_config_problems", [] { return config().problems(); });
+  module.def("_cache_directory", [] { return config().cache_dir(); });
+  module.def("_disk_cache_disabled", [] { return config().disk_cache_disabled(); });
+  module.def("_dump_directory", [] { return config().dump_dir(); });
   // For tests of error propagation: queues work on the current stream that fails.
   module.def("_test_enqueue_failure", [](const std::string& message) {
     check_status(current_runtime_stream().enqueue(

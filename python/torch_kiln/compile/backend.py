@@ -20,7 +20,7 @@ import warnings
 import torch
 
 from .. import _C
-from . import statistics
+from . import program_cache, statistics
 from .graph_lowering import UnsupportedOperatorError, lower_graph
 
 OPTIONS = {"fallback": ("error", "eager")}
@@ -72,7 +72,7 @@ def _make_static(gm):
 
 
 def _dump(kind, gm, program, graph_index):
-    directory = os.environ.get("KILN_DUMP_DIR")
+    directory = _C._dump_directory()
     if not directory:
         return
     folder = os.path.join(directory, "graphs")
@@ -88,9 +88,15 @@ def _dump(kind, gm, program, graph_index):
 
 def _compile_graph(kind, options, gm, example_inputs):
     start = time.perf_counter()
-    lowered = lower_graph(gm, fallback=options["fallback"])
+    key = program_cache.graph_key(gm, options["fallback"])
+    lowered = program_cache.load(key)
+    cache_hit = lowered is not None
+    if not cache_hit:
+        lowered = lower_graph(gm, fallback=options["fallback"])
+        program_cache.store(key, lowered)
     program = _C._Program(lowered.description)
-    graph_index = statistics.record_graph(lowered, program.statistics(), time.perf_counter() - start)
+    graph_index = statistics.record_graph(lowered, program.statistics(), time.perf_counter() - start,
+                                          cache_hit)
     _dump(kind, gm, program, graph_index)
     if lowered.eager_ops:
         names = sorted({name for name, _ in lowered.eager_ops})

@@ -27,8 +27,15 @@ class PointwiseContext:
         return self.arguments[name]
 
     def value(self, argument, dtype):
-        """`argument` (a tensor node or a Python number) in `dtype`'s compute dtype."""
+        """`argument` (a tensor node or a Python number) in `dtype`'s compute dtype.
+        A tensor made by a constant fill (scalar_tensor, full) is read as its
+        constant, rounded to its dtype: nothing is loaded, and the fill's own
+        node becomes dead code."""
         fragment = self.fragment
+        filled = constant_fill(argument)
+        if filled is not None:
+            value, filled_dtype = filled
+            return fragment.cast(fragment.constant(value, filled_dtype), dtype)
         if isinstance(argument, torch.fx.Node):
             if argument not in self.inputs:
                 self.inputs.append(argument)
@@ -48,6 +55,27 @@ class PointwiseContext:
 
     def select(self, condition, if_true, if_false):
         return self.fragment.select(condition, if_true, if_false)
+
+
+_FILLS = {aten.full.default: "fill_value", aten.scalar_tensor.default: "s", aten.full_like.default: "fill_value"}
+
+
+def constant_fill(argument):
+    """(value, dtype) when `argument` is a node that fills a tensor with one
+    Python number of a dtype Kiln computes in; else None."""
+    if not isinstance(argument, torch.fx.Node) or argument.op != "call_function" or argument.target not in _FILLS:
+        return None
+    meta = argument.meta.get("val")
+    schema = argument.target._schema
+    names = [a.name for a in schema.arguments]
+    name = _FILLS[argument.target]
+    index = names.index(name)
+    value = argument.args[index] if index < len(argument.args) else argument.kwargs.get(name)
+    if not isinstance(meta, torch.Tensor) or ir_dtype(meta.dtype) is None or isinstance(value, (complex, torch.fx.Node)):
+        return None
+    if not isinstance(value, (bool, int, float)):
+        return None
+    return value, meta.dtype
 
 
 def _category_sample(argument):

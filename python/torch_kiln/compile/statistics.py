@@ -16,6 +16,7 @@ def _zero():
         "extern_calls": 0,      # nodes run as ATen ops on the device (matmul, convolution, views, ...)
         "eager_nodes": 0,       # nodes run eagerly through the CPU fallback (fallback="eager")
         "compile_seconds": 0.0,  # lowering and graph passes, plus kernel compiles on first runs
+        "cache_hits": 0,        # graphs whose lowering came from the program cache on disk
         "kernels_compiled": 0,  # C compiles those first runs needed
         "kernel_cache_hits": 0,  # kernels those first runs found in the disk cache
         "dynamo_graphs": 0,     # graphs Dynamo handed to the backend
@@ -33,9 +34,10 @@ def record_dynamo_graph():
             _counters["recompiles"] += 1
 
 
-def record_graph(lowered, program_statistics, seconds):
+def record_graph(lowered, program_statistics, seconds, cache_hit):
     with _lock:
         _counters["graphs"] += 1
+        _counters["cache_hits"] += int(cache_hit)
         _counters["nodes"] += lowered.node_count
         _counters["kernels"] += program_statistics["kernels"]
         _counters["fused_nodes"] += program_statistics["fused_nodes"]

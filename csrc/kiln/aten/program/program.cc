@@ -134,7 +134,11 @@ void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::T
   const compiler::FusedKernel& kernel = fusion_.kernels[index];
   std::vector<at::Tensor> inputs, outputs;
   inputs.reserve(kernel.inputs.size());
-  for (ir::GraphValueId input : kernel.inputs) inputs.push_back(values[input].expand(kernel.iteration_sizes));
+  for (ir::GraphValueId input : kernel.inputs) {
+    const at::Tensor& value = values[input];
+    // expand() is a dispatcher call: skip it when the sizes already match.
+    inputs.push_back(value.sizes().equals(kernel.iteration_sizes) ? value : value.expand(kernel.iteration_sizes));
+  }
   outputs.reserve(kernel.outputs.size());
   for (ir::GraphValueId output : kernel.outputs) {
     values[output] = allocate(output, arena);

@@ -1,0 +1,105 @@
+"""The on-disk cache of lowered graphs: KILN_CACHE_DIR/programs.
+
+A compiled graph is keyed by a hash of everything its lowering depends on:
+the FX graph's code, the dtype, sizes, strides and device of every input,
+the fallback option, the torch version and the source of Kiln's lowering
+(this package). An entry holds the lowered description that
+torch_kiln._C._Program builds a program from, so a process that meets a graph
+an earlier one compiled skips the lowering; the program's kernels come from
+the kernel cache, so it compiles nothing (docs/compiled_path.md).
+
+The guarantees are the kernel cache's: an entry is written to a temporary file
+and renamed into place, so a reader never sees half of one; it carries a
+SHA-256 of its payload, and an entry that fails the check (or does not load)
+is ignored and rewritten. Two processes compiling one graph at once write the
+same bytes, and the last rename wins. Graphs with lifted tensor constants are
+not cached (their data would have to be stored too).
+"""
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+
+import torch
+
+from .. import _C
+
+_FORMAT = b"kiln-program-cache-1\n"
+
+
+@functools.lru_cache(maxsize=1)
+def _lowering_source_digest():
+    digest = hashlib.sha256()
+    folder = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as file:
+                digest.update(name.encode() + b"\0" + file.read())
+    return digest.hexdigest()
+
+
+def _directory():
+    if _C._disk_cache_disabled():
+        return None
+    return os.path.join(_C._cache_directory(), "programs")
+
+
+def graph_key(gm, fallback):
+    """The cache key of `gm`, or None when it cannot be cached."""
+    digest = hashlib.sha256()
+    digest.update(_FORMAT + torch.__version__.encode() + _lowering_source_digest().encode())
+    digest.update(f"fallback={fallback}\n".encode())
+    digest.update(gm.code.encode())
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            return None
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            digest.update(repr((str(value.dtype), tuple(value.shape), value.stride(), value.storage_offset(),
+                                str(value.device))).encode())
+        else:
+            digest.update(repr(type(value).__name__).encode())
+    return digest.hexdigest()
+
+
+def load(key):
+    """The LoweredGraph stored under `key`, or None."""
+    directory = _directory()
+    if key is None or directory is None:
+        return None
+    path = os.path.join(directory, key[:2], key + ".program")
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError:
+        return None
+    header_length = len(_FORMAT) + 64
+    checksum, payload = data[len(_FORMAT):header_length], data[header_length:]
+    if not data.startswith(_FORMAT) or hashlib.sha256(payload).hexdigest().encode() != checksum:
+        return None  # damaged: the caller compiles and store() rewrites it
+    try:
+        return pickle.loads(payload)
+    except Exception:
+        return None
+
+
+def store(key, lowered):
+    directory = _directory()
+    if key is None or directory is None or lowered.constant_inputs:
+        return
+    folder = os.path.join(directory, key[:2])
+    os.makedirs(folder, exist_ok=True)
+    payload = pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _FORMAT + hashlib.sha256(payload).hexdigest().encode() + payload
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".program-")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(temporary, os.path.join(folder, key + ".program"))
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise

@@ -93,6 +93,15 @@ ExternCall extern_call_from(const py::dict& node) {
     call.arguments.push_back(is_tensor[i] ? c10::IValue()
                                           : torch::jit::toIValue(arguments[i], schema.arguments()[i].type()));
   }
+  if (!node["static_view"].is_none()) {
+    py::tuple layouts = node["static_view"];
+    auto layout_from = [](const py::handle& handle) {
+      py::tuple layout = py::reinterpret_borrow<py::tuple>(handle);
+      return ExternCall::Layout{layout[0].cast<std::vector<int64_t>>(), layout[1].cast<std::vector<int64_t>>(),
+                                layout[2].cast<int64_t>()};
+    };
+    call.static_view = ExternCall::StaticView{layout_from(layouts[0]), layout_from(layouts[1])};
+  }
   for (const py::handle& handle : py::list(node["results"])) {
     py::tuple entry = py::reinterpret_borrow<py::tuple>(handle);
     call.results.push_back({entry[0].cast<int>(), entry[1].cast<int>(), entry[2].cast<int>()});

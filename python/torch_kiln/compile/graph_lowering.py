@@ -220,7 +220,27 @@ class _Lowering:
             "inputs": list(dict.fromkeys(inputs)), "outputs": [value for _, _, value in results],
             "arguments": positional, "tensor_arguments": tensor_arguments, "results": results,
             "aliases_input": any(ret.alias_info is not None for ret in schema.returns),
-            "has_side_effects": schema.is_mutable, "source_line": source_line(node)})
+            "has_side_effects": schema.is_mutable, "source_line": source_line(node),
+            "static_view": self.static_view(node, schema, inputs, results)})
+
+    @staticmethod
+    def _layout(value):
+        return (list(value.shape), list(value.stride()), int(value.storage_offset()))
+
+    def static_view(self, node, schema, inputs, results):
+        """For a view op (one tensor in, one view out): the base's layout and
+        the view's, as the fake tensors give them. The program then makes the
+        view itself, without a dispatcher call, when the base it gets at run
+        time has that layout."""
+        returns = schema.returns
+        if (schema.is_mutable or len(returns) != 1 or returns[0].alias_info is None or len(results) != 1
+                or results[0][1] != -1 or len(set(inputs)) != 1):
+            return None
+        base = next(arg for arg in node.all_input_nodes if isinstance(arg.meta.get("val"), torch.Tensor))
+        base_meta, view_meta = base.meta["val"], node.meta["val"]
+        if base_meta.dtype != view_meta.dtype or base_meta.device != view_meta.device:
+            return None
+        return (self._layout(base_meta), self._layout(view_meta))
 
     def extern_results(self, node, schema):
         meta = node.meta.get("val")

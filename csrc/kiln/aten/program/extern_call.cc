@@ -1,5 +1,6 @@
 #include "kiln/aten/program/extern_call.h"
 
+#include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 
 namespace kiln::torch_integration::program {
@@ -30,9 +31,31 @@ c10::IValue tensor_argument(const ExternCall::TensorArgument& argument,
   return c10::IValue();
 }
 
+bool has_layout(const at::Tensor& tensor, const ExternCall::Layout& layout) {
+  return tensor.sizes().equals(layout.sizes) && tensor.strides().equals(layout.strides) &&
+         tensor.storage_offset() == layout.storage_offset;
+}
+
+// A tensor sharing `base`'s storage with `layout`: what the view op would
+// return, made without the dispatcher. Only for values the program reads
+// itself, so no autograd view tracking is needed.
+at::Tensor make_view(const at::Tensor& base, const ExternCall::Layout& layout) {
+  at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()),
+                                                             base.key_set(), base.dtype());
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(layout.sizes, layout.strides, layout.storage_offset);
+  return view;
+}
+
 }  // namespace
 
 void ExternCall::run(std::vector<at::Tensor>& values) const {
+  if (static_view) {
+    const at::Tensor& base = values[tensor_arguments.front().values.front()];
+    if (base.defined() && has_layout(base, static_view->base_layout)) {
+      values[results.front().value] = make_view(base, static_view->view_layout);
+      return;
+    }
+  }
   torch::jit::Stack stack = arguments;
   for (const TensorArgument& argument : tensor_arguments) {
     stack[argument.position] = tensor_argument(argument, values);

@@ -35,7 +35,20 @@ struct ExternCall {
     ir::GraphValueId value = ir::kNoValue;
   };
 
+  // A view op whose layouts are known at compile time: run() makes the view
+  // itself (no dispatcher call) when the base has `base_layout`.
+  struct Layout {
+    std::vector<int64_t> sizes;
+    std::vector<int64_t> strides;
+    int64_t storage_offset = 0;
+  };
+  struct StaticView {
+    Layout base_layout;
+    Layout view_layout;
+  };
+
   std::optional<c10::OperatorHandle> op;
+  std::optional<StaticView> static_view;  // cleared for views that are graph outputs
   std::string label;         // "aten::mm", for errors
   std::string source_line;   // the user's line that made the node, for errors
   torch::jit::Stack arguments;

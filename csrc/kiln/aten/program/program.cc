@@ -50,6 +50,14 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
   TORCH_CHECK(problem.empty(), "kiln: the graph handed to the compiler is malformed: ", problem);
   statistics_.nodes = static_cast<int>(graph.nodes.size());
   statistics_.removed_nodes = compiler::eliminate_dead_code(graph);
+  // A view handed back to the caller needs the view op's own tensor (autograd
+  // tracks views), so only views the program reads itself are made statically.
+  for (ir::GraphValueId output : graph.outputs) {
+    for (const ir::GraphNode& node : graph.nodes) {
+      if (node.kind != ir::GraphNodeKind::kExtern || node.outputs.empty() || node.outputs[0] != output) continue;
+      description_.calls[node.call].static_view.reset();
+    }
+  }
   fusion_ = compiler::fuse(graph);
   for (const compiler::FusedKernel& kernel : fusion_.kernels) {
     kernel_keys_.push_back(kernel_key(kernel));

@@ -23,7 +23,7 @@ test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure
 
 test-python:
-	$(PYTHON) -m pytest -q tests/python
+	$(PYTHON) -m pytest -q -n auto tests/python
 
 bench: setup
 	$(PYTHON) bench/bench_copies.py

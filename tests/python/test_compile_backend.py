@@ -185,7 +185,7 @@ def test_a_second_process_compiles_nothing_and_the_dump_folder_keeps_every_stage
     assert second_stats["losses"] == first_stats["losses"]
     graphs = sorted(os.listdir(dump / "graphs"))
     for kind in ("forward", "backward"):
-        for stage in ("fx", "ir", "fused"):
+        for stage in ("fx", "ir-input", "ir", "fused"):
             assert any(name.endswith(f"-{kind}.{stage}.txt") for name in graphs), graphs
     assert any(name.endswith(".c") for name in os.listdir(dump)), os.listdir(dump)
 

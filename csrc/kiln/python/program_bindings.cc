@@ -179,6 +179,7 @@ void bind_program(py::module& module) {
       }))
       .def("run", &Program::run)
       .def("statistics", &statistics_of)
+      .def("input_graph_text", &Program::input_graph_text)
       .def("graph_text", &Program::graph_text)
       .def("fusion_text", &Program::fusion_text);
 }

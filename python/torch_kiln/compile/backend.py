@@ -80,6 +80,8 @@ def _dump(kind, gm, program, graph_index):
     stem = os.path.join(folder, f"graph{graph_index:03d}-{kind}")
     with open(stem + ".fx.txt", "w") as file:
         file.write(gm.print_readable(print_output=False))
+    with open(stem + ".ir-input.txt", "w") as file:
+        file.write(program.input_graph_text())
     with open(stem + ".ir.txt", "w") as file:
         file.write(program.graph_text())
     with open(stem + ".fused.txt", "w") as file:

@@ -49,6 +49,7 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
   const std::string problem = ir::check_graph(graph);
   TORCH_CHECK(problem.empty(), "kiln: the graph handed to the compiler is malformed: ", problem);
   statistics_.nodes = static_cast<int>(graph.nodes.size());
+  input_graph_text_ = ir::print_graph(graph);
   statistics_.removed_nodes = compiler::eliminate_dead_code(graph);
   // A view handed back to the caller needs the view op's own tensor (autograd
   // tracks views), so only views the program reads itself are made statically.

@@ -55,7 +55,9 @@ class Program {
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
 
   const ProgramStatistics& statistics() const { return statistics_; }
-  // The graph after dead code elimination, and the kernels and steps, as text.
+  // The graph as handed over, the graph after dead code elimination, and the
+  // kernels and steps, as text (KILN_DUMP_DIR's stages).
+  const std::string& input_graph_text() const { return input_graph_text_; }
   std::string graph_text() const;
   std::string fusion_text() const;
 
@@ -65,6 +67,7 @@ class Program {
   void plan_memory(const std::vector<int>& last_read);
 
   ProgramDescription description_;
+  std::string input_graph_text_;
   compiler::FusionResult fusion_;
   std::vector<std::string> kernel_keys_;              // per kernel, its signature key
   std::vector<std::vector<ir::GraphValueId>> releases_;  // per step, values last read there

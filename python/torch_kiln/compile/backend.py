@@ -117,7 +117,7 @@ class _Runner:
         self._boxed_call = True
         self.program = program
         self.positions = lowered.input_positions
-        self.constants = [tensor for tensor in lowered.constant_inputs]
+        self.constants = list(lowered.constant_inputs)
         self.outputs = lowered.outputs
         self.first_run = True
         self.device = torch.device("kiln", lowered.description["device_index"])

@@ -188,16 +188,11 @@ _FLOATING_UNARY = {
 for _op, _name in _FLOATING_UNARY.items():
     LOWERINGS[_op] = _unary(_name)
 for _op, _name in {aten.floor.default: "floor", aten.ceil.default: "ceil", aten.trunc.default: "trunc",
-                   aten.frac.default: "frac"}.items():
+                   aten.frac.default: "frac", aten.round.default: "round"}.items():
     LOWERINGS[_op] = _unary(_name, integer_identity=True)
 LOWERINGS[aten.neg.default] = _unary("negate")
 LOWERINGS[aten.abs.default] = _unary("abs")
 LOWERINGS[aten.sign.default] = _unary("sign")
-
-
-@lowering(aten.round.default)
-def _round(context):
-    return _unary("round", integer_identity=True)(context)
 
 
 @lowering(aten.relu.default)
@@ -280,7 +275,7 @@ for _short, _name in _COMPARISONS.items():
 def _where(context):
     dtype = context.output_dtype
     condition = context.value(context["condition"], torch.bool)
-    return context.fragment.select(condition, context.value(context["self"], dtype),
+    return context.select(condition, context.value(context["self"], dtype),
                                    context.value(context["other"], dtype))
 
 
@@ -288,7 +283,7 @@ def _where(context):
 def _masked_fill(context):
     dtype = context.output_dtype
     mask = context.value(context["mask"], torch.bool)
-    return context.fragment.select(mask, context.value(context["value"], dtype),
+    return context.select(mask, context.value(context["value"], dtype),
                                    context.value(context["self"], dtype))
 
 
@@ -344,14 +339,22 @@ def _pow_scalar(context):
         return x
     if dtype in (torch.float32, torch.float64, torch.bfloat16):
         compared = float(torch.tensor(exponent, dtype=dtype)) if dtype == torch.bfloat16 else exponent
-        square = context.op("multiply", x, x)
-        rounded_square = context.fragment.cast(square, dtype) if dtype == torch.bfloat16 else square
-        special = {0.5: lambda: context.op("sqrt", x), -0.5: lambda: context.op("rsqrt", x),
-                   -1: lambda: context.op("reciprocal", x), 2: lambda: square,
-                   3: lambda: context.op("multiply", rounded_square, x),
-                   -2: lambda: context.op("reciprocal", rounded_square)}
-        if exponent in (0.5, -0.5, -1) or compared in (2, 3, -2):
-            return special[exponent if exponent in (0.5, -0.5, -1) else compared]()
+
+        def rounded_square():
+            square = context.op("multiply", x, x)
+            return context.fragment.cast(square, dtype) if dtype == torch.bfloat16 else square
+        if exponent == 0.5:
+            return context.op("sqrt", x)
+        if exponent == -0.5:
+            return context.op("rsqrt", x)
+        if exponent == -1:
+            return context.op("reciprocal", x)
+        if compared == 2:
+            return context.op("multiply", x, x)
+        if compared == 3:
+            return context.op("multiply", rounded_square(), x)
+        if compared == -2:
+            return context.op("reciprocal", rounded_square())
         return context.op("power", x, context.constant(compared))
     return context.op("power", x, context.constant(exponent))
 
@@ -408,7 +411,7 @@ def _threshold_backward(context):
     grad = context.value(context["grad_output"], dtype)
     x = context.value(context["self"], dtype)
     at_most = context.op("less_equal", x, context.value(context["threshold"], dtype))
-    return context.fragment.select(at_most, context.constant(0), grad)
+    return context.select(at_most, context.constant(0), grad)
 
 
 def lower_pointwise(node, arguments):

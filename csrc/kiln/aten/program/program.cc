@@ -5,6 +5,8 @@
 #include <c10/util/Exception.h>
 #include <c10/util/strides.h>
 
+#include <algorithm>
+
 #include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/program/fused_launch.h"
 #include "kiln/base/hash.h"
@@ -28,16 +30,15 @@ std::string kernel_key(const compiler::FusedKernel& kernel) {
   return "fused:" + digest_hex(text);
 }
 
-// Bytes of the storage a value of `sizes` and `strides` spans.
+// Bytes of the storage a value spans: 1 + sum((size - 1) * stride) elements
+// (contiguous strides when `strides` is empty), 0 when a dim is empty.
 int64_t span_bytes(const ir::TensorValue& value, const std::vector<int64_t>& strides) {
+  const c10::DimVector layout = strides.empty() ? c10::contiguous_strides(value.sizes)
+                                                : c10::DimVector(strides.begin(), strides.end());
   int64_t elements = 1;
   for (size_t dim = 0; dim < value.sizes.size(); ++dim) {
     if (value.sizes[dim] == 0) return 0;
-    elements += (value.sizes[dim] - 1) * (strides.empty() ? 1 : strides[dim]);
-  }
-  if (strides.empty()) {
-    elements = 1;
-    for (int64_t size : value.sizes) elements *= size;
+    elements += (value.sizes[dim] - 1) * layout[dim];
   }
   return elements * ir::dtype_size(value.dtype);
 }
@@ -53,9 +54,9 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
   statistics_.removed_nodes = compiler::eliminate_dead_code(graph);
   // A view handed back to the caller needs the view op's own tensor (autograd
   // tracks views), so only views the program reads itself are made statically.
-  for (ir::GraphValueId output : graph.outputs) {
-    for (const ir::GraphNode& node : graph.nodes) {
-      if (node.kind != ir::GraphNodeKind::kExtern || node.outputs.empty() || node.outputs[0] != output) continue;
+  for (const ir::GraphNode& node : graph.nodes) {
+    if (node.kind != ir::GraphNodeKind::kExtern || node.outputs.empty()) continue;
+    if (std::find(graph.outputs.begin(), graph.outputs.end(), node.outputs[0]) != graph.outputs.end()) {
       description_.calls[node.call].static_view.reset();
     }
   }

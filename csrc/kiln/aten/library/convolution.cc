@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "kiln/aten/library/library_kernels.h"
+#include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
-#include "kiln/runtime/thread_pool.h"
 #include "kiln/c10/status_error.h"
 
 namespace kiln::torch_integration::library {
@@ -89,6 +89,15 @@ struct ConvolutionArguments {
   int64_t groups;
 };
 
+// Each element of `outer` (the output, or the input of a transposed
+// convolution) is a dot product over one filter: weight.numel() / weight.size(0)
+// multiply-adds.
+double convolution_flops(const at::Tensor& outer, const at::Tensor& weight) {
+  if (weight.dim() == 0 || weight.size(0) == 0) return 0;
+  return 2.0 * static_cast<double>(outer.numel()) *
+         static_cast<double>(weight.numel() / weight.size(0));
+}
+
 }  // namespace
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
@@ -130,10 +139,12 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   // kiln tensors are kept too: an alias does not keep its memory alive.
   std::vector<at::Tensor> keep_alive{input, weight, output};
   if (bias.has_value() && bias->defined()) keep_alive.push_back(*bias);
-  check_status(stream_of(output).launch("aten::convolution", bytes,
+  const bool small = is_small_library_call(convolution_flops(transposed ? input : output, weight),
+                                           bytes);
+  check_status(stream_of(output).launch("aten::convolution", launch_bytes(small, bytes),
       [input = host_alias(input), weight = host_alias(weight), bias = alias_of(bias),
-       output = host_alias(output), arguments, keep_alive]() mutable {
-        ThreadPool::instance().stop_polling();  // oneDNN brings its own threads
+       output = host_alias(output), arguments, keep_alive, small]() mutable {
+        LibraryThreadScope threads(small);
         at::Tensor result = at::convolution(
             input, weight, bias, arguments.stride, arguments.padding, arguments.dilation,
             arguments.transposed, arguments.output_padding, arguments.groups);
@@ -178,12 +189,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   auto alias_if_used = [](const at::Tensor& tensor) {
     return tensor.defined() && tensor.numel() > 0 ? host_alias(tensor) : at::Tensor();
   };
-  check_status(stream_of(input).launch("aten::convolution_backward", bytes,
+  // The input and weight gradients each cost about one forward.
+  const bool small = is_small_library_call(
+      2 * convolution_flops(transposed ? input : grad_output, weight), bytes);
+  check_status(stream_of(input).launch("aten::convolution_backward", launch_bytes(small, bytes),
       [grad_output = host_alias(grad_output), input = host_alias(input),
        weight = host_alias(weight), grad_input = alias_if_used(grad_input),
        grad_weight = alias_if_used(grad_weight), grad_bias = alias_if_used(grad_bias),
-       owned_bias_sizes, arguments, output_mask, keep_alive]() mutable {
-        ThreadPool::instance().stop_polling();  // oneDNN brings its own threads
+       owned_bias_sizes, arguments, output_mask, keep_alive, small]() mutable {
+        LibraryThreadScope threads(small);
         at::OptionalIntArrayRef sizes;
         if (owned_bias_sizes.has_value()) sizes = *owned_bias_sizes;
         auto [cpu_input, cpu_weight, cpu_bias] = at::convolution_backward(

@@ -15,10 +15,10 @@
 
 #include "kiln/aten/cpu_fallback.h"
 #include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/c10/device_guard.h"
 #include "kiln/c10/status_error.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln::torch_integration::library {
 namespace {
@@ -231,7 +231,7 @@ void run_synchronously(const c10::OperatorHandle& op, Arguments arguments, c10::
   if (meta) resize_out_arguments(op, arguments, aliased, *meta);
   // Inputs are read from the host now: wait for the work that writes them.
   check_status(current_runtime_stream(device.index()).synchronize());
-  ThreadPool::instance().stop_polling();  // the CPU kernel brings its own threads
+  LibraryThreadScope threads(bytes_touched(arguments, {}) < kSmallLibraryBytes);
   torch::jit::Stack host = host_stack(arguments);
   // Without the Meta kernel's sizes, out= arguments are fresh CPU tensors the
   // kernel may resize; the kiln ones are resized to the results afterwards.
@@ -287,8 +287,8 @@ void queued_library_call(const c10::OperatorHandle& op, torch::jit::Stack* stack
   // The op's name lives as long as its registration: a static string for the stream.
   const char* label = op.operator_name().name.c_str();
   check_status(current_runtime_stream(device.index()).launch(
-      label, bytes, [op, arguments, outputs, host, host_outputs]() -> Status {
-        ThreadPool::instance().stop_polling();
+      label, bytes, [op, arguments, outputs, host, host_outputs, bytes]() -> Status {
+        LibraryThreadScope threads(bytes < kSmallLibraryBytes);
         at::AutoDispatchBelowADInplaceOrView below_autograd;
         torch::jit::Stack stack = host;
         op.callBoxed(&stack);

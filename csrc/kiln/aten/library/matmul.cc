@@ -10,9 +10,9 @@
 #include <ATen/ops/mm.h>
 
 #include "kiln/aten/library/library_kernels.h"
+#include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
-#include "kiln/runtime/thread_pool.h"
 #include "kiln/c10/status_error.h"
 
 namespace kiln::torch_integration::library {
@@ -73,7 +73,7 @@ size_t bytes_touched(std::initializer_list<const at::Tensor*> tensors) {
 // before the work runs.
 template <typename Call>
 void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, size_t bytes,
-            Call call) {
+            double flops, Call call) {
   if (out.numel() == 0) return;
   std::vector<at::Tensor> aliases;
   for (const at::Tensor& input : inputs) {
@@ -87,9 +87,10 @@ void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, s
   }
   at::Tensor target = out;
   at::Tensor target_alias = host_alias(out);
-  check_status(stream_of(out).launch(name, bytes,
-                                     [target, target_alias, inputs, aliases, call]() mutable {
-    ThreadPool::instance().stop_polling();  // the CPU kernel brings its own threads
+  const bool small = is_small_library_call(flops, bytes);
+  check_status(stream_of(out).launch(name, launch_bytes(small, bytes),
+                                     [target, target_alias, inputs, aliases, small, call]() mutable {
+    LibraryThreadScope threads(small);
     call(target_alias, aliases);
     return Status();
   }));
@@ -104,6 +105,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   check_out_dtype(out, self);
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
   launch("aten::mm.out", out, {self, mat2}, bytes_touched({&self, &mat2, &out}),
+         matmul_flops(1, self.size(0), self.size(1), mat2.size(1)),
          [](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::mm_out(result, in[0], in[1]);
          });
@@ -122,6 +124,7 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
   at::native::resize_output(out, shape);
   launch("aten::addmm.out", out, {self, mat1, mat2},
          bytes_touched({&self, &mat1, &mat2, &out}),
+         matmul_flops(1, mat1.size(0), mat1.size(1), mat2.size(1)),
          [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::addmm_out(result, in[0], in[1], in[2], beta, alpha);
          });
@@ -135,6 +138,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
   check_out_dtype(out, self);
   at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
   launch("aten::bmm.out", out, {self, mat2}, bytes_touched({&self, &mat2, &out}),
+         matmul_flops(self.size(0), self.size(1), self.size(2), mat2.size(2)),
          [](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::bmm_out(result, in[0], in[1]);
          });
@@ -154,6 +158,7 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
   at::native::resize_output(out, shape);
   launch("aten::baddbmm.out", out, {self, batch1, batch2},
          bytes_touched({&self, &batch1, &batch2, &out}),
+         matmul_flops(batch1.size(0), batch1.size(1), batch1.size(2), batch2.size(2)),
          [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::baddbmm_out(result, in[0], in[1], in[2], beta, alpha);
          });

@@ -1,0 +1,47 @@
+#include "kiln/aten/library/library_threads.h"
+
+#include <ATen/Parallel.h>
+
+#include "kiln/runtime/thread_pool.h"
+
+// The OpenMP runtime and MKL that PyTorch's CPU library loaded, found through
+// libtorch_cpu's dependencies. Weak: a PyTorch built without OpenMP or MKL
+// leaves them null, and the scope sets only what exists.
+extern "C" {
+void omp_set_num_threads(int threads) __attribute__((weak));
+int omp_get_max_threads() __attribute__((weak));
+// MKL's C entry point (its header maps mkl_set_num_threads_local to it; the
+// lower-case symbol is the Fortran one, which takes a pointer).
+int MKL_Set_Num_Threads_Local(int threads) __attribute__((weak));
+}
+
+namespace kiln::torch_integration::library {
+
+double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n) {
+  return 2.0 * static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(k) *
+         static_cast<double>(n);
+}
+
+LibraryThreadScope::LibraryThreadScope(bool small) : serial_(small) {
+  if (!serial_) {
+    ThreadPool::instance().stop_polling();  // the library's team takes the cores
+    return;
+  }
+  // PyTorch sets a thread's OpenMP thread count on its first parallel loop;
+  // do it now, so that first loop does not undo the setting below.
+  at::internal::lazy_init_num_threads();
+  if (omp_get_max_threads != nullptr && omp_set_num_threads != nullptr) {
+    previous_openmp_threads_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+  // 0 would mean "follow the global setting": MKL returns the previous local value.
+  if (MKL_Set_Num_Threads_Local != nullptr) previous_mkl_threads_ = MKL_Set_Num_Threads_Local(1);
+}
+
+LibraryThreadScope::~LibraryThreadScope() {
+  if (!serial_) return;
+  if (previous_openmp_threads_ > 0) omp_set_num_threads(previous_openmp_threads_);
+  if (MKL_Set_Num_Threads_Local != nullptr) MKL_Set_Num_Threads_Local(previous_mkl_threads_);
+}
+
+}  // namespace kiln::torch_integration::library

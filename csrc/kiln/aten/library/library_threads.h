@@ -1,0 +1,55 @@
+// How many host threads a library call may use.
+//
+// The library path runs PyTorch's CPU kernels (MKL, oneDNN, ATen's OpenMP
+// loops) on the thread that runs the stream's work: the stream's worker, or the
+// caller for small work on an idle stream. Each such thread has its own OpenMP
+// team, beside Kiln's own thread pool. MKL splits even a 64x64 matmul across
+// the team, and waking a team member that sleeps, or whose core is taken by
+// another team, costs 40 to 100 microseconds: a 64x32 addmm took 45-70 us on
+// kiln against 6 us on the CPU (2-core VM; docs/performance.md).
+//
+// A LibraryThreadScope therefore runs small calls on the calling thread alone
+// (its OpenMP and MKL thread counts set to 1 for the call, thread-locally),
+// and lets large calls use the team after telling Kiln's pool workers to stop
+// polling, so the team has the cores.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kiln::torch_integration::library {
+
+// A small library call: below 2 MFLOP (about 20 us on one AVX-512 core) and
+// 256 KiB touched. A second thread cannot win back its wake-up on such a call,
+// and neither can the stream's worker: it runs on the calling thread alone,
+// and at once in the caller when the stream is idle (launch_bytes).
+constexpr double kSmallLibraryFlops = double{1 << 21};
+constexpr uint64_t kSmallLibraryBytes = uint64_t{256} << 10;
+
+inline bool is_small_library_call(double flops, uint64_t bytes) {
+  return flops < kSmallLibraryFlops && bytes < kSmallLibraryBytes;
+}
+
+// The size to give Stream::launch, which runs work inline on an idle stream
+// when it touches few bytes: a small call counts as touching none.
+inline size_t launch_bytes(bool small, size_t bytes) { return small ? 0 : bytes; }
+
+// 2*m*n*k*batches: the floating-point operations of a (batched) matmul.
+double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n);
+
+// Set for the duration of one library call, on the thread that runs it.
+class LibraryThreadScope {
+ public:
+  // `small`: the call runs on the calling thread alone.
+  explicit LibraryThreadScope(bool small);
+  ~LibraryThreadScope();
+  LibraryThreadScope(const LibraryThreadScope&) = delete;
+  LibraryThreadScope& operator=(const LibraryThreadScope&) = delete;
+
+ private:
+  bool serial_;
+  int previous_openmp_threads_ = 0;
+  int previous_mkl_threads_ = 0;
+};
+
+}  // namespace kiln::torch_integration::library

@@ -1,0 +1,63 @@
+"""Library calls choose their host threads per call (library_threads.h): a
+small call runs on the calling thread alone, with its OpenMP and MKL thread
+counts set to 1 for that call only; a large call uses PyTorch's OpenMP team.
+Either way the calling thread's settings are as before afterwards, and the
+results match the CPU."""
+import ctypes
+import os
+
+import pytest
+import torch
+import torch.nn.functional as functional
+
+import torch_kiln
+
+
+def openmp_max_threads():
+    """omp_get_max_threads() of the OpenMP runtime PyTorch loaded, for this thread."""
+    library = os.path.join(os.path.dirname(torch.__file__), "lib", "libgomp.so.1")
+    if not os.path.exists(library):
+        pytest.skip("this PyTorch build does not ship libgomp")
+    return ctypes.CDLL(library).omp_get_max_threads()
+
+
+# (first, second) matmul shapes: one small call (inline on an idle stream,
+# one thread) and one large (queued, the OpenMP team).
+MATMULS = {"small": ((8, 16), (16, 8)), "large": ((256, 256), (256, 256))}
+
+
+@pytest.mark.parametrize("size", sorted(MATMULS))
+def test_matmul_leaves_the_callers_thread_settings(size):
+    generator = torch.Generator().manual_seed(0)
+    a_shape, b_shape = MATMULS[size]
+    a, b = torch.randn(a_shape, generator=generator), torch.randn(b_shape, generator=generator)
+    bias = torch.randn(b_shape[1], generator=generator)
+    torch.kiln.synchronize()
+    before, global_before = openmp_max_threads(), torch.get_num_threads()
+    results = [torch.mm(a.to("kiln"), b.to("kiln")),
+               torch.addmm(bias.to("kiln"), a.to("kiln"), b.to("kiln"))]
+    torch.kiln.synchronize()
+    assert (openmp_max_threads(), torch.get_num_threads()) == (before, global_before)
+    torch.testing.assert_close(results[0].cpu(), torch.mm(a, b))
+    torch.testing.assert_close(results[1].cpu(), torch.addmm(bias, a, b))
+
+
+@pytest.mark.parametrize("batch", [1, 32])  # 0.2 and 7 MFLOP: small, then large
+def test_convolution_leaves_the_callers_thread_settings(batch):
+    generator = torch.Generator().manual_seed(1)
+    images = torch.randn(batch, 8, 12, 12, generator=generator, requires_grad=True)
+    weight = torch.randn(16, 8, 3, 3, generator=generator, requires_grad=True)
+    device_images = images.detach().to("kiln").requires_grad_()
+    device_weight = weight.detach().to("kiln").requires_grad_()
+    torch.kiln.synchronize()
+    before = openmp_max_threads()
+    result = functional.conv2d(device_images, device_weight, padding=1)
+    result.sum().backward()
+    torch.kiln.synchronize()
+    assert openmp_max_threads() == before
+    expected = functional.conv2d(images, weight, padding=1)
+    expected.sum().backward()
+    torch.testing.assert_close(result.detach().cpu(), expected.detach())
+    torch.testing.assert_close(device_images.grad.cpu(), images.grad)
+    torch.testing.assert_close(device_weight.grad.cpu(), weight.grad)
+

@@ -39,6 +39,7 @@ from .compiler import compiler_stats, reset_compiler_stats
 from . import bucketing
 from .compile import compile_stats, reset_compile_stats
 from .compile import register as _register_compile_backend
+from .distributed import register as _register_distributed_backend
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
 
@@ -63,6 +64,7 @@ def _autoload():
 
 _register()
 _register_compile_backend()
+_register_distributed_backend()
 # Finish queued device work while Python can still run the destructors it
 # triggers (see _C._drain_streams).
 atexit.register(_C._drain_streams)

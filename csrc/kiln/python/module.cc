@@ -11,6 +11,7 @@
 #include "kiln/c10/host_allocator.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/kernel_cache.h"
+#include "kiln/python/distributed_bindings.h"
 #include "kiln/python/program_bindings.h"
 
 namespace kiln::torch_integration {
@@ -79,6 +80,7 @@ py::dict executed_ops() {
 PYBIND11_MODULE(_C, module) {
   module.doc() = "Bindings of the kiln device runtime (torch_kiln._C)";
   bind_program(module);
+  bind_distributed(module);
 
   module.def("_init", [] { runtime(); });
   module.def("_is_initialized", &Runtime::initialized);

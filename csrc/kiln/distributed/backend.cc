@@ -1,0 +1,396 @@
+#include "kiln/distributed/backend.h"
+
+#include <ATen/ops/empty.h>
+
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/c10/device_guard.h"
+#include "kiln/c10/status_error.h"
+
+namespace kiln::torch_integration::distributed {
+namespace {
+
+using Tensors = std::vector<at::Tensor>;
+using TensorLists = std::vector<Tensors>;
+
+void check_kiln(const Tensors& tensors, const char* name) {
+  for (const at::Tensor& tensor : tensors) {
+    TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1,
+                "kiln backend: ", name, " expects tensors on a kiln device, got one on ",
+                tensor.device(), ". For CPU tensors give each device its backend: "
+                "init_process_group(\"cpu:gloo,kiln:kiln\")");
+    TORCH_CHECK(tensor.device() == tensors.front().device(), "kiln backend: ", name,
+                " expects all tensors on one device, got ", tensors.front().device(), " and ",
+                tensor.device());
+  }
+}
+
+void check_kiln(const TensorLists& lists, const char* name) {
+  for (const Tensors& list : lists) check_kiln(list, name);
+}
+
+// The collective reads what work already queued on the current stream
+// writes: wait for it. (The device is host memory, so the transport then
+// reads and writes it directly.)
+void order_after_current_stream(const Tensors& tensors) {
+  int device = tensors.empty() ? -1 : tensors.front().device().index();
+  check_status(current_runtime_stream(device).synchronize());
+}
+
+Tensors aliases(const Tensors& tensors) {
+  Tensors result;
+  result.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) result.push_back(host_alias(tensor));
+  return result;
+}
+
+TensorLists aliases(const TensorLists& lists) {
+  TensorLists result;
+  for (const Tensors& list : lists) result.push_back(aliases(list));
+  return result;
+}
+
+// A reduction as the transport runs it: AVG is SUM then a divide by the group
+// size, PREMUL_SUM is a multiply then SUM.
+struct Reduction {
+  c10d::ReduceOp op;
+  double premultiply = 1.0;
+  bool average = false;
+};
+
+Reduction reduction_for(const c10d::ReduceOp& requested, const Tensors& tensors,
+                        const char* name) {
+  Reduction reduction{requested};
+  if (requested.op_ == c10d::ReduceOp::AVG) {
+    for (const at::Tensor& tensor : tensors) {
+      TORCH_CHECK(tensor.scalar_type() != at::kBool, "kiln backend: ", name,
+                  " cannot average bool tensors");
+    }
+    reduction.op = c10d::ReduceOp(c10d::ReduceOp::SUM);
+    reduction.average = true;
+  } else if (requested.op_ == c10d::ReduceOp::PREMUL_SUM) {
+    auto supplement = c10::static_intrusive_pointer_cast<c10d::PreMulSumSupplement>(
+        requested.supplement_);
+    TORCH_CHECK(supplement, "kiln backend: ", name, " with PREMUL_SUM needs a factor");
+    reduction.premultiply = supplement->tensor_factor.defined()
+                                ? supplement->tensor_factor.item<double>()
+                                : supplement->double_factor;
+    for (const at::Tensor& tensor : tensors) {
+      TORCH_CHECK(at::isFloatingType(tensor.scalar_type()), "kiln backend: ", name,
+                  " with PREMUL_SUM needs floating-point tensors, got ", tensor.scalar_type());
+    }
+    reduction.op = c10d::ReduceOp(c10d::ReduceOp::SUM);
+  }
+  return reduction;
+}
+
+void divide_by(const at::Tensor& host, int size) {
+  if (at::isIntegralType(host.scalar_type(), /*includeBool=*/false)) {
+    host.div_(size, "trunc");
+  } else {
+    host.div_(size);
+  }
+}
+
+// Host copies of `inputs`, each multiplied by `factor`: PREMUL_SUM must not
+// change the caller's inputs where the collective does not overwrite them.
+Tensors premultiplied_copies(const Tensors& inputs, double factor) {
+  Tensors result;
+  for (const at::Tensor& input : inputs) {
+    at::Tensor copy = host_alias(input).clone(at::MemoryFormat::Contiguous);
+    if (factor != 1.0) copy.mul_(factor);  // floating point only (reduction_for checks)
+    result.push_back(copy);
+  }
+  return result;
+}
+
+}  // namespace
+
+KilnBackend::KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
+                         c10::intrusive_ptr<c10d::Backend> transport)
+    : c10d::Backend(rank, size),
+      transport_(std::move(transport)),
+      timeout_(timeout),
+      completer_(std::make_unique<Completer>()) {
+  TORCH_CHECK(transport_, "kiln backend: a transport backend is required");
+}
+
+void KilnBackend::setTimeout(std::chrono::milliseconds timeout) {
+  timeout_ = timeout;
+  transport_->setTimeout(timeout);
+}
+
+struct KilnBackend::Launch {
+  // The KilnWork of a started transport work.
+  static c10::intrusive_ptr<c10d::Work> of(const KilnBackend& backend, const char* name,
+                                           c10d::OpType type,
+                                           std::vector<c10::intrusive_ptr<c10d::Work>> transport,
+                                           Tensors outputs, KilnWork::Finish finish = nullptr) {
+    return KilnWork::start(*backend.completer_, CollectiveLabel{name, backend.rank_, backend.size_},
+                           type,
+                           std::move(transport), std::move(outputs), std::move(finish),
+                           backend.timeout_);
+  }
+};
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
+                                                      const c10d::BroadcastOptions& opts) {
+  check_kiln(tensors, "broadcast");
+  order_after_current_stream(tensors);
+  Tensors host = aliases(tensors);
+  return Launch::of(*this, "broadcast", c10d::OpType::BROADCAST,
+                    {transport_->broadcast(host, opts)}, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
+                                                      const c10d::AllreduceOptions& opts) {
+  check_kiln(tensors, "all_reduce");
+  Reduction reduction = reduction_for(opts.reduceOp, tensors, "all_reduce");
+  order_after_current_stream(tensors);
+  Tensors host = aliases(tensors);
+  // All-reduce overwrites its tensors: premultiplying them in place is safe.
+  if (reduction.premultiply != 1.0) {
+    for (at::Tensor& tensor : host) tensor.mul_(reduction.premultiply);
+  }
+  c10d::AllreduceOptions transport_opts = opts;
+  transport_opts.reduceOp = reduction.op;
+  KilnWork::Finish finish;
+  if (reduction.average) {
+    finish = [host, size = size_] {
+      for (const at::Tensor& tensor : host) divide_by(tensor, size);
+    };
+  }
+  return Launch::of(*this, "all_reduce", c10d::OpType::ALLREDUCE,
+                    {transport_->allreduce(host, transport_opts)}, tensors, finish);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
+    Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  check_kiln(tensors, "all_reduce_coalesced");
+  Reduction reduction = reduction_for(opts.reduceOp, tensors, "all_reduce_coalesced");
+  order_after_current_stream(tensors);
+  Tensors host = aliases(tensors);
+  if (reduction.premultiply != 1.0) {
+    for (at::Tensor& tensor : host) tensor.mul_(reduction.premultiply);
+  }
+  // One all-reduce per tensor: Gloo's coalesced form needs one dtype for all.
+  std::vector<c10::intrusive_ptr<c10d::Work>> transport;
+  for (at::Tensor& tensor : host) {
+    Tensors one = {tensor};
+    c10d::AllreduceOptions transport_opts;
+    transport_opts.reduceOp = reduction.op;
+    transport_opts.timeout = opts.timeout;
+    transport.push_back(transport_->allreduce(one, transport_opts));
+  }
+  KilnWork::Finish finish;
+  if (reduction.average) {
+    finish = [host, size = size_] {
+      for (const at::Tensor& tensor : host) divide_by(tensor, size);
+    };
+  }
+  return Launch::of(*this, "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED,
+                    std::move(transport), tensors, finish);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::reduce(Tensors& tensors,
+                                                   const c10d::ReduceOptions& opts) {
+  check_kiln(tensors, "reduce");
+  Reduction reduction = reduction_for(opts.reduceOp, tensors, "reduce");
+  order_after_current_stream(tensors);
+  // The transport may use a non-root rank's tensor as scratch; NCCL leaves it
+  // alone, and so does Kiln: every rank reduces a host copy, and the root
+  // copies the result back.
+  Tensors host = aliases(tensors);
+  Tensors staged = premultiplied_copies(tensors, reduction.premultiply);
+  c10d::ReduceOptions transport_opts = opts;
+  transport_opts.reduceOp = reduction.op;
+  bool root = opts.rootRank == rank_;
+  KilnWork::Finish finish = [host, staged, root, average = reduction.average, size = size_] {
+    if (!root) return;
+    for (size_t index = 0; index < host.size(); ++index) {
+      if (average) divide_by(staged[index], size);
+      host[index].copy_(staged[index]);
+    }
+  };
+  return Launch::of(*this, "reduce", c10d::OpType::REDUCE,
+                    {transport_->reduce(staged, transport_opts)}, tensors, finish);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::allgather(TensorLists& outputs, Tensors& inputs,
+                                                      const c10d::AllgatherOptions& opts) {
+  check_kiln(inputs, "all_gather");
+  check_kiln(outputs, "all_gather");
+  order_after_current_stream(inputs);
+  TensorLists host_outputs = aliases(outputs);
+  Tensors host_inputs = aliases(inputs);
+  Tensors flat;
+  for (const Tensors& list : outputs) flat.insert(flat.end(), list.begin(), list.end());
+  return Launch::of(*this, "all_gather", c10d::OpType::ALLGATHER,
+                    {transport_->allgather(host_outputs, host_inputs, opts)}, flat);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                            const c10d::AllgatherOptions& opts) {
+  check_kiln({output, input}, "all_gather_into_tensor");
+  order_after_current_stream({input});
+  at::Tensor host_output = host_alias(output);
+  at::Tensor host_input = host_alias(input);
+  return Launch::of(*this, "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE,
+                    {transport_->all_gather_single(host_output, host_input, opts)}, {output});
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::allgather_into_tensor_coalesced(
+    Tensors& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
+  check_kiln(outputs, "all_gather_into_tensor_coalesced");
+  check_kiln(inputs, "all_gather_into_tensor_coalesced");
+  TORCH_CHECK(outputs.size() == inputs.size(), "kiln backend: all_gather_into_tensor_coalesced "
+              "needs one output per input, got ", outputs.size(), " and ", inputs.size());
+  order_after_current_stream(inputs);
+  std::vector<c10::intrusive_ptr<c10d::Work>> transport;
+  for (size_t index = 0; index < inputs.size(); ++index) {
+    at::Tensor host_output = host_alias(outputs[index]);
+    at::Tensor host_input = host_alias(inputs[index]);
+    transport.push_back(transport_->all_gather_single(host_output, host_input, opts));
+  }
+  return Launch::of(*this, "all_gather_into_tensor_coalesced", c10d::OpType::COALESCED,
+                    std::move(transport), outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::gather(TensorLists& outputs, Tensors& inputs,
+                                                   const c10d::GatherOptions& opts) {
+  check_kiln(inputs, "gather");
+  check_kiln(outputs, "gather");
+  order_after_current_stream(inputs);
+  TensorLists host_outputs = aliases(outputs);
+  Tensors host_inputs = aliases(inputs);
+  Tensors flat;
+  for (const Tensors& list : outputs) flat.insert(flat.end(), list.begin(), list.end());
+  return Launch::of(*this, "gather", c10d::OpType::GATHER,
+                    {transport_->gather(host_outputs, host_inputs, opts)}, flat);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::scatter(Tensors& outputs, TensorLists& inputs,
+                                                    const c10d::ScatterOptions& opts) {
+  check_kiln(outputs, "scatter");
+  check_kiln(inputs, "scatter");
+  Tensors flat_inputs;
+  for (const Tensors& list : inputs) flat_inputs.insert(flat_inputs.end(), list.begin(), list.end());
+  order_after_current_stream(flat_inputs.empty() ? outputs : flat_inputs);
+  Tensors host_outputs = aliases(outputs);
+  TensorLists host_inputs = aliases(inputs);
+  return Launch::of(*this, "scatter", c10d::OpType::SCATTER,
+                    {transport_->scatter(host_outputs, host_inputs, opts)}, outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter(Tensors& outputs, TensorLists& inputs,
+                                                           const c10d::ReduceScatterOptions& opts) {
+  check_kiln(outputs, "reduce_scatter");
+  check_kiln(inputs, "reduce_scatter");
+  Tensors flat_inputs;
+  for (const Tensors& list : inputs) flat_inputs.insert(flat_inputs.end(), list.begin(), list.end());
+  Reduction reduction = reduction_for(opts.reduceOp, flat_inputs, "reduce_scatter");
+  order_after_current_stream(flat_inputs);
+  Tensors host_outputs = aliases(outputs);
+  TensorLists host_inputs;
+  for (const Tensors& list : inputs) host_inputs.push_back(premultiplied_copies(list, reduction.premultiply));
+  c10d::ReduceScatterOptions transport_opts = opts;
+  transport_opts.reduceOp = reduction.op;
+  KilnWork::Finish finish;
+  if (reduction.average) {
+    finish = [host_outputs, size = size_] {
+      for (const at::Tensor& tensor : host_outputs) divide_by(tensor, size);
+    };
+  }
+  return Launch::of(*this, "reduce_scatter", c10d::OpType::REDUCE_SCATTER,
+                    {transport_->reduce_scatter(host_outputs, host_inputs, transport_opts)},
+                    outputs, finish);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  Tensors outputs = {output};
+  Tensors inputs = {input};
+  return reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter_tensor_coalesced(
+    Tensors& outputs, Tensors& inputs, const c10d::ReduceScatterOptions& opts) {
+  check_kiln(outputs, "reduce_scatter_tensor");
+  check_kiln(inputs, "reduce_scatter_tensor");
+  TORCH_CHECK(outputs.size() == inputs.size(), "kiln backend: reduce_scatter_tensor needs one "
+              "output per input, got ", outputs.size(), " and ", inputs.size());
+  Reduction reduction = reduction_for(opts.reduceOp, inputs, "reduce_scatter_tensor");
+  order_after_current_stream(inputs);
+  Tensors host_outputs = aliases(outputs);
+  Tensors staged = premultiplied_copies(inputs, reduction.premultiply);
+  c10d::ReduceScatterOptions transport_opts = opts;
+  transport_opts.reduceOp = reduction.op;
+  std::vector<c10::intrusive_ptr<c10d::Work>> transport;
+  for (size_t index = 0; index < inputs.size(); ++index) {
+    transport.push_back(
+        transport_->reduce_scatter_single(host_outputs[index], staged[index], transport_opts));
+  }
+  KilnWork::Finish finish;
+  if (reduction.average) {
+    finish = [host_outputs, size = size_] {
+      for (const at::Tensor& tensor : host_outputs) divide_by(tensor, size);
+    };
+  }
+  return Launch::of(*this, "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE,
+                    std::move(transport), outputs, finish);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
+  check_kiln({output, input}, "all_to_all_single");
+  order_after_current_stream({input});
+  at::Tensor host_output = host_alias(output);
+  at::Tensor host_input = host_alias(input);
+  return Launch::of(*this, "all_to_all_single", c10d::OpType::ALLTOALL_BASE,
+                    {transport_->all_to_all_single(host_output, host_input, output_split_sizes,
+                                                   input_split_sizes, opts)},
+                    {output});
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall(Tensors& outputs, Tensors& inputs,
+                                                     const c10d::AllToAllOptions& opts) {
+  check_kiln(outputs, "all_to_all");
+  check_kiln(inputs, "all_to_all");
+  order_after_current_stream(inputs);
+  Tensors host_outputs = aliases(outputs);
+  Tensors host_inputs = aliases(inputs);
+  return Launch::of(*this, "all_to_all", c10d::OpType::ALLTOALL,
+                    {transport_->alltoall(host_outputs, host_inputs, opts)}, outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::send(Tensors& tensors, int destination, int tag) {
+  check_kiln(tensors, "send");
+  order_after_current_stream(tensors);
+  Tensors host = aliases(tensors);
+  return Launch::of(*this, "send", c10d::OpType::SEND,
+                    {transport_->send(host, destination, tag)}, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::recv(Tensors& tensors, int source, int tag) {
+  check_kiln(tensors, "recv");
+  // Work queued earlier may still read the buffer the message lands in.
+  order_after_current_stream(tensors);
+  Tensors host = aliases(tensors);
+  return Launch::of(*this, "recv", c10d::OpType::RECV,
+                    {transport_->recv(host, source, tag)}, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::recvAnysource(Tensors& tensors, int tag) {
+  check_kiln(tensors, "recv");
+  order_after_current_stream(tensors);
+  Tensors host = aliases(tensors);
+  return Launch::of(*this, "recv", c10d::OpType::RECVANYSOURCE,
+                    {transport_->recvAnysource(host, tag)}, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::barrier(const c10d::BarrierOptions& opts) {
+  order_after_current_stream({});
+  return Launch::of(*this, "barrier", c10d::OpType::BARRIER, {transport_->barrier(opts)}, {});
+}
+
+}  // namespace kiln::torch_integration::distributed

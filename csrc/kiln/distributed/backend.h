@@ -1,0 +1,94 @@
+// The `kiln` backend of torch.distributed: a c10d::Backend for kiln tensors.
+//
+// On the host target the transport is Gloo (TCP; multi-node through
+// torchrun's rendezvous), given zero-copy CPU aliases of device memory. Each
+// collective first waits for the work already queued on the current stream,
+// so it reads what that work wrote, then starts on the transport and returns
+// a KilnWork (work.h). AVG and PREMUL_SUM are built here from SUM, the same
+// way for every collective, since Gloo's own AVG is not uniform across them.
+// Coalescing is not offered (supportsCoalescing() is false), so
+// batch_isend_irecv issues each send and receive on its own; Gloo's sends do
+// not wait for the matching receive.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <chrono>
+#include <memory>
+
+#include "kiln/distributed/work.h"
+
+namespace kiln::torch_integration::distributed {
+
+class KilnBackend : public c10d::Backend {
+ public:
+  // `transport`: a Gloo backend of the same group (same rank, size and
+  // store, under its own prefix), made in Python by torch_kiln.distributed.
+  KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
+              c10::intrusive_ptr<c10d::Backend> transport);
+
+  const std::string getBackendName() const override { return "kiln"; }
+  bool supportsCoalescing() const override { return false; }
+  bool supportsSplitting() const override { return false; }
+  void setTimeout(std::chrono::milliseconds timeout) override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int destination,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int source,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  void setSequenceNumberForGroup() override { transport_->setSequenceNumberForGroup(); }
+  uint64_t getSequenceNumberForGroup() override {
+    return transport_->getSequenceNumberForGroup();
+  }
+
+ private:
+  struct Launch;  // backend.cc
+  c10::intrusive_ptr<c10d::Backend> transport_;
+  std::chrono::milliseconds timeout_;
+  // Last member: destroyed first, completing what is in flight while the
+  // transport is still alive.
+  std::unique_ptr<Completer> completer_;
+};
+
+}  // namespace kiln::torch_integration::distributed

@@ -1,0 +1,143 @@
+#include "kiln/distributed/work.h"
+
+#include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+
+namespace kiln::torch_integration::distributed {
+namespace {
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& caught) {
+    return caught.what_without_backtrace();
+  } catch (const std::exception& caught) {
+    return caught.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+std::string CollectiveLabel::text() const {
+  return std::string(name) + " on rank " + std::to_string(rank) + " of " + std::to_string(size);
+}
+
+KilnWork::KilnWork(CollectiveLabel label, c10d::OpType type,
+                   std::vector<c10::intrusive_ptr<c10d::Work>> transport,
+                   std::vector<at::Tensor> outputs, Finish finish,
+                   std::chrono::milliseconds timeout)
+    : c10d::Work(label.rank, type, label.name),
+      label_(label),
+      transport_(std::move(transport)),
+      outputs_(std::move(outputs)),
+      finish_(std::move(finish)),
+      timeout_(timeout),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors())) {}
+
+c10::intrusive_ptr<KilnWork> KilnWork::start(Completer& completer, CollectiveLabel label,
+                                             c10d::OpType type,
+                                             std::vector<c10::intrusive_ptr<c10d::Work>> transport,
+                                             std::vector<at::Tensor> outputs, Finish finish,
+                                             std::chrono::milliseconds timeout) {
+  auto work = c10::make_intrusive<KilnWork>(label, type, std::move(transport), std::move(outputs),
+                                            std::move(finish), timeout);
+  completer.submit(work);
+  return work;
+}
+
+c10::DistBackendError KilnWork::error(const std::string& cause) const {
+  return c10::DistBackendError(
+      c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+      "kiln: " + label_.text() + " failed (group timeout " + std::to_string(timeout_.count()) +
+          " ms): " + cause);
+}
+
+void KilnWork::complete() {
+  std::exception_ptr failure;
+  for (const auto& work : transport_) {
+    try {
+      work->wait();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (!failure && finish_) {
+    try {
+      finish_();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) {
+    future_->setError(std::make_exception_ptr(error(message_of(failure))));
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+Completer::Completer() : thread_([this] { loop(); }) {}
+
+Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_one();
+  thread_.join();
+}
+
+void Completer::submit(c10::intrusive_ptr<KilnWork> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  ready_.notify_one();
+}
+
+void Completer::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    c10::intrusive_ptr<KilnWork> work = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    work->complete();
+    work.reset();  // may free tensors: not under the lock
+    lock.lock();
+  }
+}
+
+bool KilnWork::isCompleted() { return future_->completed(); }
+
+bool KilnWork::isSuccess() const { return future_->completed() && !future_->hasError(); }
+
+std::exception_ptr KilnWork::exception() const {
+  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+}
+
+std::vector<at::Tensor> KilnWork::result() { return outputs_; }
+
+bool KilnWork::wait(std::chrono::milliseconds timeout) {
+  // The transport enforces the group's timeout; a shorter one asked here is
+  // honoured by waiting on the transport's works with it.
+  if (timeout != kNoTimeout) {
+    for (const auto& work : transport_) {
+      try {
+        work->wait(timeout);
+      } catch (...) {
+        throw error(message_of(std::current_exception()));
+      }
+    }
+  }
+  future_->wait();  // rethrows the collective's error
+  return true;
+}
+
+void KilnWork::synchronize() { wait(); }
+
+c10::intrusive_ptr<c10::ivalue::Future> KilnWork::getFuture() { return future_; }
+
+}  // namespace kiln::torch_integration::distributed

@@ -1,0 +1,100 @@
+// KilnWork: the c10d::Work that every collective of the `kiln` backend returns.
+//
+// It wraps the transport's works (Gloo, running on host aliases of device
+// memory). When all of them are done, a finishing step runs once (dividing
+// for AVG, copying a staged result into the caller's tensor), and the future
+// completes with the *device* tensors: DDP takes its gradients from the
+// future's value. wait() blocks the host until then; since a kiln device is
+// host memory, work the caller enqueues after wait() is ordered after the
+// collective. A transport failure (a peer that died, a timeout, a mismatched
+// collective) becomes a DistBackendError naming the collective, the rank and
+// the group size.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kiln::torch_integration::distributed {
+
+// What a collective is, for error messages: "all_reduce on rank 1 of 2".
+struct CollectiveLabel {
+  const char* name;
+  int rank;
+  int size;
+  std::string text() const;
+};
+
+class KilnWork;
+
+// Completes a backend's works in the order they started, on one thread: it
+// waits for each work's transport, runs its finishing step and completes its
+// future. (Gloo offers futures for only some collectives, so completion does
+// not rely on them.)
+class Completer {
+ public:
+  Completer();
+  ~Completer();  // completes what was submitted, then stops
+  Completer(const Completer&) = delete;
+  Completer& operator=(const Completer&) = delete;
+  void submit(c10::intrusive_ptr<KilnWork> work);
+
+ private:
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<c10::intrusive_ptr<KilnWork>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+class KilnWork : public c10d::Work {
+ public:
+  using Finish = std::function<void()>;
+
+  // The work of a collective whose transport works were just started:
+  // `finish` runs once they all succeeded, then the future completes with
+  // `outputs`. `completer` holds the work until then, even if the caller
+  // drops it.
+  static c10::intrusive_ptr<KilnWork> start(Completer& completer, CollectiveLabel label,
+                                            c10d::OpType type,
+                                            std::vector<c10::intrusive_ptr<c10d::Work>> transport,
+                                            std::vector<at::Tensor> outputs, Finish finish,
+                                            std::chrono::milliseconds timeout);
+
+  KilnWork(CollectiveLabel label, c10d::OpType type,
+           std::vector<c10::intrusive_ptr<c10d::Work>> transport, std::vector<at::Tensor> outputs,
+           Finish finish, std::chrono::milliseconds timeout);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void synchronize() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+
+ private:
+  friend class Completer;
+  // Runs on the completer's thread: waits for the transport, finishes, and
+  // completes the future with the outputs or the error.
+  void complete();
+  c10::DistBackendError error(const std::string& cause) const;
+
+  CollectiveLabel label_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> transport_;
+  std::vector<at::Tensor> outputs_;
+  Finish finish_;
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace kiln::torch_integration::distributed

@@ -3,7 +3,8 @@ its own process (multiprocessing spawn), for the distributed tests.
 
 The ranks rendezvous through a file store. A rank that raises sends its
 traceback back; run_ranks() fails with every rank's error. Rank functions
-must be importable module-level functions.
+must be importable module-level functions, and return plain Python values
+(a tensor sent back would share memory with a process that is exiting).
 """
 import datetime
 import multiprocessing
@@ -17,13 +18,15 @@ import warnings
 START_SECONDS = 120
 
 
-def _rank_main(function, rank, world_size, store_path, backend, timeout_seconds, results, args):
+def _rank_main(function, rank, world_size, store_path, backend, timeout_seconds, results, args,
+               device_ids):
     try:
         warnings.filterwarnings("ignore")
         import torch
         import torch.distributed as dist
+        device_id = torch.device("kiln", rank) if device_ids else None
         dist.init_process_group(backend, init_method=f"file://{store_path}", rank=rank,
-                                world_size=world_size,
+                                world_size=world_size, device_id=device_id,
                                 timeout=datetime.timedelta(seconds=timeout_seconds))
         try:
             value = function(rank, world_size, *args)
@@ -36,24 +39,30 @@ def _rank_main(function, rank, world_size, store_path, backend, timeout_seconds,
 
 
 def run_ranks(function, world_size, *args, backend="kiln", timeout_seconds=60,
-              join_seconds=None):
+              join_seconds=None, device_ids=False, may_exit=()):
     """Runs function(rank, world_size, *args) on `world_size` ranks; returns
     {rank: value}. Raises AssertionError with the errors of ranks that failed
-    or did not finish."""
+    or did not finish, except the ranks in `may_exit` (which may end their
+    process without reporting). With `device_ids`, rank r initializes with
+    device_id=kiln:r and every rank sees world_size kiln devices."""
     context = multiprocessing.get_context("spawn")
+    previous_devices = os.environ.get("KILN_NUM_DEVICES")
+    if device_ids:
+        os.environ["KILN_NUM_DEVICES"] = str(world_size)  # inherited by the spawned ranks
     results = context.Queue()
     with tempfile.TemporaryDirectory() as folder:
         store_path = os.path.join(folder, "store")
         processes = [context.Process(target=_rank_main,
                                      args=(function, rank, world_size, store_path, backend,
-                                           timeout_seconds, results, args))
+                                           timeout_seconds, results, args, device_ids))
                      for rank in range(world_size)]
         for process in processes:
             process.start()
         outcomes = {}
         deadline = START_SECONDS + (join_seconds or 2 * timeout_seconds)
+        expected = world_size - len(may_exit)
         try:
-            while len(outcomes) < world_size:
+            while len(outcomes) < expected:
                 rank, status, value = results.get(timeout=deadline)
                 outcomes[rank] = (status, value)
         except queue.Empty:
@@ -63,9 +72,13 @@ def run_ranks(function, world_size, *args, backend="kiln", timeout_seconds=60,
                 process.join(timeout=10)
                 if process.is_alive():
                     process.kill()
+            if device_ids and previous_devices is None:
+                os.environ.pop("KILN_NUM_DEVICES", None)
+            elif device_ids:
+                os.environ["KILN_NUM_DEVICES"] = previous_devices
     failures = [f"rank {rank}: {value}" for rank, (status, value) in sorted(outcomes.items())
                 if status != "ok"]
-    missing = [rank for rank in range(world_size) if rank not in outcomes]
+    missing = [rank for rank in range(world_size) if rank not in outcomes and rank not in may_exit]
     if missing:
         failures.append(f"ranks {missing} did not finish")
     assert not failures, "\n".join(failures)

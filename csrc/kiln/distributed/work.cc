@@ -3,6 +3,8 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
+#include <stdexcept>
+
 namespace kiln::torch_integration::distributed {
 namespace {
 
@@ -58,7 +60,14 @@ void KilnWork::complete() {
   std::exception_ptr failure;
   for (const auto& work : transport_) {
     try {
-      work->wait();
+      // Gloo's works report some failures (a timeout) by state, not by
+      // throwing from wait(): check both.
+      bool finished = work->wait();
+      if (!failure && work->exception()) failure = work->exception();
+      if (!failure && (!finished || !work->isSuccess())) {
+        failure = std::make_exception_ptr(std::runtime_error(
+            "the transport's work did not complete (a peer may have died or not joined)"));
+      }
     } catch (...) {
       if (!failure) failure = std::current_exception();
     }
@@ -132,7 +141,7 @@ bool KilnWork::wait(std::chrono::milliseconds timeout) {
       }
     }
   }
-  future_->wait();  // rethrows the collective's error
+  future_->waitAndThrow();  // the collective's error, if it failed
   return true;
 }
 

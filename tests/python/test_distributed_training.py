@@ -1,0 +1,123 @@
+"""torch.distributed's `kiln` backend under training and failure: DDP
+matching single-process training on the same global batch, init with
+device_id, and a peer that dies or never joins a collective giving an error
+that names the collective and the rank within the group's timeout."""
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+from distributed_ranks import run_ranks
+
+STEPS = 4
+GLOBAL_BATCH = 16
+
+
+def make_mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+
+def batches():
+    generator = torch.Generator().manual_seed(1)
+    return [(torch.randn(GLOBAL_BATCH, 8, generator=generator),
+             torch.randn(GLOBAL_BATCH, 4, generator=generator)) for _ in range(STEPS)]
+
+
+def train(model, data, device):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for inputs, targets in data:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(inputs.to(device)), targets.to(device))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def ddp_rank(rank, size):
+    from torch.nn.parallel import DistributedDataParallel
+    device = torch.device("kiln", rank)
+    model = DistributedDataParallel(make_mlp().to(device), device_ids=None)
+    share = GLOBAL_BATCH // size
+    local = [(inputs[rank * share:(rank + 1) * share], targets[rank * share:(rank + 1) * share])
+             for inputs, targets in batches()]
+    losses = train(model, local, device)
+    # Plain lists: tensors sent to the parent would share memory with a
+    # process that is about to exit.
+    return losses, {name: value.detach().cpu().tolist()
+                    for name, value in model.module.state_dict().items()}
+
+
+def test_ddp_matches_single_process_training_on_the_global_batch():
+    results = run_ranks(ddp_rank, 2, device_ids=True)
+    reference = make_mlp()
+    reference_losses = train(reference, batches(), "cpu")
+    for rank, (losses, state) in results.items():
+        assert state.keys() == reference.state_dict().keys()
+        for name, value in reference.state_dict().items():
+            torch.testing.assert_close(torch.tensor(state[name]), value, rtol=1e-5, atol=1e-5,
+                                       msg=lambda m: f"rank {rank}, parameter {name}: {m}")
+    # Each rank's loss is its half's; their mean is the global batch's loss.
+    mean_losses = [sum(results[rank][0][step] for rank in results) / len(results)
+                   for step in range(STEPS)]
+    torch.testing.assert_close(mean_losses, reference_losses, rtol=1e-5, atol=1e-6)
+
+
+def device_id_rank(rank, size):
+    assert dist.get_backend() == "kiln"
+    tensor = torch.full((2,), float(rank), device=torch.device("kiln", rank))
+    dist.all_reduce(tensor)
+    assert tensor.device == torch.device("kiln", rank)
+    return tensor.cpu().tolist()
+
+
+def test_init_with_a_device_id_per_rank():
+    results = run_ranks(device_id_rank, 2, device_ids=True)
+    assert results == {0: [1.0, 1.0], 1: [1.0, 1.0]}
+
+
+TIMEOUT_SECONDS = 4
+
+
+def silent_peer_rank(rank, size):
+    """Rank 1 joins the group but not the collective; rank 0's all_reduce
+    must fail within the timeout, naming itself."""
+    if rank == 1:
+        time.sleep(TIMEOUT_SECONDS + 4)
+        return None
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(4, device="kiln"))
+    except Exception as error:  # noqa: BLE001
+        return str(error), time.monotonic() - start
+    raise AssertionError("all_reduce returned without its peer")
+
+
+def test_a_peer_that_never_joins_times_out_with_the_collective_named():
+    results = run_ranks(silent_peer_rank, 2, timeout_seconds=TIMEOUT_SECONDS)
+    message, seconds = results[0]
+    assert "kiln: all_reduce on rank 0 of 2 failed" in message, message
+    assert "timeout 4000 ms" in message, message
+    assert seconds < TIMEOUT_SECONDS + 3, f"the error came after {seconds:.1f} s"
+
+
+def dead_peer_rank(rank, size):
+    """Rank 1 dies after joining the group; rank 0's broadcast must fail."""
+    if rank == 1:
+        os._exit(0)
+    start = time.monotonic()
+    try:
+        dist.broadcast(torch.ones(4, device="kiln"), src=1)
+    except Exception as error:  # noqa: BLE001
+        return str(error), time.monotonic() - start
+    raise AssertionError("broadcast returned without its peer")
+
+
+def test_a_dead_peer_fails_the_collective_with_its_name():
+    results = run_ranks(dead_peer_rank, 2, timeout_seconds=TIMEOUT_SECONDS, may_exit=(1,))
+    message, seconds = results[0]
+    assert "kiln: broadcast on rank 0 of 2 failed" in message, message
+    assert seconds < TIMEOUT_SECONDS + 3, f"the error came after {seconds:.1f} s"

@@ -204,6 +204,12 @@ def async_work_and_sub_groups(rank, size):
     dist.all_gather(gathered, torch.tensor([float(rank)], device="kiln"), group=group)
     check(torch.cat(gathered), torch.tensor([float(r) for r in members]), "all_gather in a new_group")
 
+    # Works dropped unwaited hold device tensors until they complete; the
+    # group is destroyed right after (by run_ranks). Completing them must not
+    # need the GIL that the destroying thread holds (this once hung).
+    for _ in range(20):
+        dist.all_reduce(torch.ones(1 << 18, device="kiln"), async_op=True)
+
 
 def test_async_work_and_sub_groups():
     run_ranks(async_work_and_sub_groups, 4)

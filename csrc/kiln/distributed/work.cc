@@ -1,5 +1,7 @@
 #include "kiln/distributed/work.h"
 
+#include <Python.h>
+
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
@@ -94,7 +96,16 @@ Completer::~Completer() {
     stopping_ = true;
   }
   ready_.notify_one();
-  thread_.join();
+  // The last works may release tensors whose Python objects need the GIL:
+  // a caller holding it (Python destroying the process group) lets it go
+  // while the thread finishes, as torch's own process-group destructors do.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    Py_BEGIN_ALLOW_THREADS
+    thread_.join();
+    Py_END_ALLOW_THREADS
+  } else {
+    thread_.join();
+  }
 }
 
 void Completer::submit(c10::intrusive_ptr<KilnWork> work) {
@@ -113,7 +124,7 @@ void Completer::loop() {
     c10::intrusive_ptr<KilnWork> work = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    work->complete();
+    work->complete_once();
     work.reset();  // may free tensors: not under the lock
     lock.lock();
   }
@@ -141,6 +152,7 @@ bool KilnWork::wait(std::chrono::milliseconds timeout) {
       }
     }
   }
+  complete_once();
   future_->waitAndThrow();  // the collective's error, if it failed
   return true;
 }

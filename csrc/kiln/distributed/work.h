@@ -84,9 +84,13 @@ class KilnWork : public c10d::Work {
 
  private:
   friend class Completer;
-  // Runs on the completer's thread: waits for the transport, finishes, and
-  // completes the future with the outputs or the error.
+  // Waits for the transport, finishes, and completes the future with the
+  // outputs or the error, once: on the completer's thread, or on a thread
+  // in wait() that gets there first (a synchronous collective then does not
+  // wait for the completer thread to wake).
   void complete();
+  void complete_once() { std::call_once(completed_, [this] { complete(); }); }
+  std::once_flag completed_;
   c10::DistBackendError error(const std::string& cause) const;
 
   CollectiveLabel label_;

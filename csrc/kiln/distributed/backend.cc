@@ -49,6 +49,12 @@ TensorLists aliases(const TensorLists& lists) {
   return result;
 }
 
+Tensors flatten(const TensorLists& lists) {
+  Tensors flat;
+  for (const Tensors& list : lists) flat.insert(flat.end(), list.begin(), list.end());
+  return flat;
+}
+
 // A reduction as the transport runs it: AVG is SUM then a divide by the group
 // size, PREMUL_SUM is a multiply then SUM.
 struct Reduction {
@@ -89,6 +95,20 @@ void divide_by(const at::Tensor& host, int size) {
   } else {
     host.div_(size);
   }
+}
+
+// PREMUL_SUM's multiply, in place, on tensors the collective overwrites anyway.
+void premultiply(const Tensors& host, const Reduction& reduction) {
+  if (reduction.premultiply == 1.0) return;
+  for (const at::Tensor& tensor : host) tensor.mul_(reduction.premultiply);
+}
+
+// AVG's divide of the results, once the transport summed them; nothing for other ops.
+KilnWork::Finish average_afterwards(Tensors host_results, const Reduction& reduction, int size) {
+  if (!reduction.average) return nullptr;
+  return [host_results = std::move(host_results), size] {
+    for (const at::Tensor& tensor : host_results) divide_by(tensor, size);
+  };
 }
 
 // Host copies of `inputs`, each multiplied by `factor`: PREMUL_SUM must not
@@ -147,20 +167,12 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
   Reduction reduction = reduction_for(opts.reduceOp, tensors, "all_reduce");
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
-  // All-reduce overwrites its tensors: premultiplying them in place is safe.
-  if (reduction.premultiply != 1.0) {
-    for (at::Tensor& tensor : host) tensor.mul_(reduction.premultiply);
-  }
+  premultiply(host, reduction);  // all-reduce overwrites its tensors anyway
   c10d::AllreduceOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
-  KilnWork::Finish finish;
-  if (reduction.average) {
-    finish = [host, size = size_] {
-      for (const at::Tensor& tensor : host) divide_by(tensor, size);
-    };
-  }
   return Launch::of(*this, "all_reduce", c10d::OpType::ALLREDUCE,
-                    {transport_->allreduce(host, transport_opts)}, tensors, finish);
+                    {transport_->allreduce(host, transport_opts)}, tensors,
+                    average_afterwards(host, reduction, size_));
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
@@ -169,9 +181,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
   Reduction reduction = reduction_for(opts.reduceOp, tensors, "all_reduce_coalesced");
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
-  if (reduction.premultiply != 1.0) {
-    for (at::Tensor& tensor : host) tensor.mul_(reduction.premultiply);
-  }
+  premultiply(host, reduction);
   // One all-reduce per tensor: Gloo's coalesced form needs one dtype for all.
   std::vector<c10::intrusive_ptr<c10d::Work>> transport;
   for (at::Tensor& tensor : host) {
@@ -181,14 +191,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
     transport_opts.timeout = opts.timeout;
     transport.push_back(transport_->allreduce(one, transport_opts));
   }
-  KilnWork::Finish finish;
-  if (reduction.average) {
-    finish = [host, size = size_] {
-      for (const at::Tensor& tensor : host) divide_by(tensor, size);
-    };
-  }
   return Launch::of(*this, "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED,
-                    std::move(transport), tensors, finish);
+                    std::move(transport), tensors, average_afterwards(host, reduction, size_));
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::reduce(Tensors& tensors,
@@ -222,10 +226,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allgather(TensorLists& outputs, Tens
   order_after_current_stream(inputs);
   TensorLists host_outputs = aliases(outputs);
   Tensors host_inputs = aliases(inputs);
-  Tensors flat;
-  for (const Tensors& list : outputs) flat.insert(flat.end(), list.begin(), list.end());
   return Launch::of(*this, "all_gather", c10d::OpType::ALLGATHER,
-                    {transport_->allgather(host_outputs, host_inputs, opts)}, flat);
+                    {transport_->allgather(host_outputs, host_inputs, opts)}, flatten(outputs));
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -262,18 +264,15 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::gather(TensorLists& outputs, Tensors
   order_after_current_stream(inputs);
   TensorLists host_outputs = aliases(outputs);
   Tensors host_inputs = aliases(inputs);
-  Tensors flat;
-  for (const Tensors& list : outputs) flat.insert(flat.end(), list.begin(), list.end());
   return Launch::of(*this, "gather", c10d::OpType::GATHER,
-                    {transport_->gather(host_outputs, host_inputs, opts)}, flat);
+                    {transport_->gather(host_outputs, host_inputs, opts)}, flatten(outputs));
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::scatter(Tensors& outputs, TensorLists& inputs,
                                                     const c10d::ScatterOptions& opts) {
   check_kiln(outputs, "scatter");
   check_kiln(inputs, "scatter");
-  Tensors flat_inputs;
-  for (const Tensors& list : inputs) flat_inputs.insert(flat_inputs.end(), list.begin(), list.end());
+  Tensors flat_inputs = flatten(inputs);
   order_after_current_stream(flat_inputs.empty() ? outputs : flat_inputs);
   Tensors host_outputs = aliases(outputs);
   TensorLists host_inputs = aliases(inputs);
@@ -285,8 +284,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter(Tensors& outputs, Ten
                                                            const c10d::ReduceScatterOptions& opts) {
   check_kiln(outputs, "reduce_scatter");
   check_kiln(inputs, "reduce_scatter");
-  Tensors flat_inputs;
-  for (const Tensors& list : inputs) flat_inputs.insert(flat_inputs.end(), list.begin(), list.end());
+  Tensors flat_inputs = flatten(inputs);
   Reduction reduction = reduction_for(opts.reduceOp, flat_inputs, "reduce_scatter");
   order_after_current_stream(flat_inputs);
   Tensors host_outputs = aliases(outputs);
@@ -294,15 +292,9 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter(Tensors& outputs, Ten
   for (const Tensors& list : inputs) host_inputs.push_back(premultiplied_copies(list, reduction.premultiply));
   c10d::ReduceScatterOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
-  KilnWork::Finish finish;
-  if (reduction.average) {
-    finish = [host_outputs, size = size_] {
-      for (const at::Tensor& tensor : host_outputs) divide_by(tensor, size);
-    };
-  }
   return Launch::of(*this, "reduce_scatter", c10d::OpType::REDUCE_SCATTER,
                     {transport_->reduce_scatter(host_outputs, host_inputs, transport_opts)},
-                    outputs, finish);
+                    outputs, average_afterwards(host_outputs, reduction, size_));
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::_reduce_scatter_base(
@@ -329,14 +321,9 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter_tensor_coalesced(
     transport.push_back(
         transport_->reduce_scatter_single(host_outputs[index], staged[index], transport_opts));
   }
-  KilnWork::Finish finish;
-  if (reduction.average) {
-    finish = [host_outputs, size = size_] {
-      for (const at::Tensor& tensor : host_outputs) divide_by(tensor, size);
-    };
-  }
   return Launch::of(*this, "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE,
-                    std::move(transport), outputs, finish);
+                    std::move(transport), outputs,
+                    average_afterwards(host_outputs, reduction, size_));
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall_base(

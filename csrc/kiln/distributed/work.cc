@@ -96,9 +96,10 @@ Completer::~Completer() {
     stopping_ = true;
   }
   ready_.notify_one();
-  // The last works may release tensors whose Python objects need the GIL:
-  // a caller holding it (Python destroying the process group) lets it go
-  // while the thread finishes, as torch's own process-group destructors do.
+  // Callbacks the thread runs on completed futures (a Python comm hook) may
+  // need the GIL: a caller holding it (Python destroying the process group)
+  // lets it go while the thread finishes, as torch's own process-group
+  // destructors do. The finished works are then released here, with it.
   if (Py_IsInitialized() && PyGILState_Check()) {
     Py_BEGIN_ALLOW_THREADS
     thread_.join();
@@ -109,11 +110,14 @@ Completer::~Completer() {
 }
 
 void Completer::submit(c10::intrusive_ptr<KilnWork> work) {
+  std::vector<c10::intrusive_ptr<KilnWork>> release;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(work));
+    release.swap(finished_);
   }
   ready_.notify_one();
+  // `release` goes out of scope here, on the caller's thread, without the lock.
 }
 
 void Completer::loop() {
@@ -125,8 +129,8 @@ void Completer::loop() {
     queue_.pop_front();
     lock.unlock();
     work->complete_once();
-    work.reset();  // may free tensors: not under the lock
     lock.lock();
+    finished_.push_back(std::move(work));
   }
 }
 

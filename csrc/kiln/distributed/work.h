@@ -38,6 +38,12 @@ class KilnWork;
 // waits for each work's transport, runs its finishing step and completes its
 // future. (Gloo offers futures for only some collectives, so completion does
 // not rely on them.)
+//
+// The thread never drops the last reference to a work: a work holds device
+// tensors whose Python objects need the GIL to be released, and at
+// interpreter exit a thread asking for the GIL is ended inside C++ code that
+// cannot unwind (the process aborts). Finished works are released by the
+// next submit(), on the thread launching collectives, or by the destructor.
 class Completer {
  public:
   Completer();
@@ -51,6 +57,7 @@ class Completer {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<c10::intrusive_ptr<KilnWork>> queue_;
+  std::vector<c10::intrusive_ptr<KilnWork>> finished_;  // released by submit() or ~Completer
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -62,8 +62,8 @@ void KilnWork::complete() {
   std::exception_ptr failure;
   for (const auto& work : transport_) {
     try {
-      // Gloo's works report some failures (a timeout) by state, not by
-      // throwing from wait(): check both.
+      // Gloo's wait() throws on failure; a work that returns from wait()
+      // without success (reported by state only) fails the collective too.
       bool finished = work->wait();
       if (!failure && work->exception()) failure = work->exception();
       if (!failure && (!finished || !work->isSuccess())) {

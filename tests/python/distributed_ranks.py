@@ -39,16 +39,19 @@ def _rank_main(function, rank, world_size, store_path, backend, timeout_seconds,
 
 
 def run_ranks(function, world_size, *args, backend="kiln", timeout_seconds=60,
-              join_seconds=None, device_ids=False, may_exit=()):
+              join_seconds=None, device_ids=False, may_exit=(), environment=None):
     """Runs function(rank, world_size, *args) on `world_size` ranks; returns
     {rank: value}. Raises AssertionError with the errors of ranks that failed
     or did not finish, except the ranks in `may_exit` (which may end their
     process without reporting). With `device_ids`, rank r initializes with
-    device_id=kiln:r and every rank sees world_size kiln devices."""
+    device_id=kiln:r and every rank sees world_size kiln devices.
+    `environment`: variables the ranks start with."""
     context = multiprocessing.get_context("spawn")
-    previous_devices = os.environ.get("KILN_NUM_DEVICES")
+    environment = dict(environment or {})
     if device_ids:
-        os.environ["KILN_NUM_DEVICES"] = str(world_size)  # inherited by the spawned ranks
+        environment["KILN_NUM_DEVICES"] = str(world_size)
+    previous = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)  # inherited by the spawned ranks
     results = context.Queue()
     with tempfile.TemporaryDirectory() as folder:
         store_path = os.path.join(folder, "store")
@@ -72,10 +75,11 @@ def run_ranks(function, world_size, *args, backend="kiln", timeout_seconds=60,
                 process.join(timeout=10)
                 if process.is_alive():
                     process.kill()
-            if device_ids and previous_devices is None:
-                os.environ.pop("KILN_NUM_DEVICES", None)
-            elif device_ids:
-                os.environ["KILN_NUM_DEVICES"] = previous_devices
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     failures = [f"rank {rank}: {value}" for rank, (status, value) in sorted(outcomes.items())
                 if status != "ok"]
     missing = [rank for rank in range(world_size) if rank not in outcomes and rank not in may_exit]

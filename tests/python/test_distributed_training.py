@@ -1,7 +1,9 @@
 """torch.distributed's `kiln` backend under training and failure: DDP
 matching single-process training on the same global batch, init with
 device_id, and a peer that dies or never joins a collective giving an error
-that names the collective and the rank within the group's timeout."""
+that names the collective and the rank within the group's timeout; under
+TORCH_DISTRIBUTED_DEBUG=DETAIL, a collective whose shapes or dtypes differ
+across ranks fails on every rank, naming both."""
 import os
 import time
 
@@ -121,3 +123,29 @@ def test_a_dead_peer_fails_the_collective_with_its_name():
     message, seconds = results[0]
     assert "kiln: broadcast on rank 0 of 2 failed" in message, message
     assert seconds < TIMEOUT_SECONDS + 3, f"the error came after {seconds:.1f} s"
+
+
+def mismatched_rank(rank, size, kind):
+    if kind == "shape":
+        tensor = torch.ones(4 if rank == 0 else 8, device="kiln")
+    else:
+        tensor = torch.ones(4, device="kiln", dtype=torch.float32 if rank == 0 else torch.int64)
+    try:
+        dist.all_reduce(tensor)
+    except Exception as error:  # noqa: BLE001
+        return str(error)
+    raise AssertionError("a mismatched all_reduce returned")
+
+
+def test_a_mismatched_collective_fails_clearly_under_distributed_debug():
+    """PyTorch's collective fingerprint check (ProcessGroupWrapper) wraps the
+    kiln backend as it wraps Gloo and NCCL. Without it, Gloo aborts the
+    process on a size mismatch (docs/distributed.md)."""
+    for kind, expected in (("shape", ("TensorShape=[4]", "TensorShape=[8]")),
+                           ("dtype", ("TensorDtypes=Float", "TensorDtypes=Long"))):
+        results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS,
+                            environment={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+        for rank, message in results.items():
+            assert "Detected mismatch between collectives on ranks" in message, message
+            assert "OpType=ALLREDUCE" in message, message
+            assert all(part in message for part in expected), (kind, message)

@@ -150,15 +150,27 @@ struct KilnBackend::Launch {
                            std::move(transport), std::move(outputs), std::move(finish),
                            backend.timeout_);
   }
+
+  // A collective that reads and writes `tensors` in place (broadcast, send,
+  // recv): checked, ordered after the current stream, and started by
+  // `start(host_aliases)` on the transport.
+  template <typename Start>
+  static c10::intrusive_ptr<c10d::Work> in_place(const KilnBackend& backend, const char* name,
+                                                 c10d::OpType type, Tensors& tensors,
+                                                 Start start) {
+    check_kiln(tensors, name);
+    // For a receive too: work queued earlier may still read the buffer the
+    // message lands in.
+    order_after_current_stream(tensors);
+    Tensors host = aliases(tensors);
+    return of(backend, name, type, {start(host)}, tensors);
+  }
 };
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
                                                       const c10d::BroadcastOptions& opts) {
-  check_kiln(tensors, "broadcast");
-  order_after_current_stream(tensors);
-  Tensors host = aliases(tensors);
-  return Launch::of(*this, "broadcast", c10d::OpType::BROADCAST,
-                    {transport_->broadcast(host, opts)}, tensors);
+  return Launch::in_place(*this, "broadcast", c10d::OpType::BROADCAST, tensors,
+                          [&](Tensors& host) { return transport_->broadcast(host, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
@@ -351,28 +363,20 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall(Tensors& outputs, Tensors& 
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::send(Tensors& tensors, int destination, int tag) {
-  check_kiln(tensors, "send");
-  order_after_current_stream(tensors);
-  Tensors host = aliases(tensors);
-  return Launch::of(*this, "send", c10d::OpType::SEND,
-                    {transport_->send(host, destination, tag)}, tensors);
+  return Launch::in_place(*this, "send", c10d::OpType::SEND, tensors, [&](Tensors& host) {
+    return transport_->send(host, destination, tag);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::recv(Tensors& tensors, int source, int tag) {
-  check_kiln(tensors, "recv");
-  // Work queued earlier may still read the buffer the message lands in.
-  order_after_current_stream(tensors);
-  Tensors host = aliases(tensors);
-  return Launch::of(*this, "recv", c10d::OpType::RECV,
-                    {transport_->recv(host, source, tag)}, tensors);
+  return Launch::in_place(*this, "recv", c10d::OpType::RECV, tensors, [&](Tensors& host) {
+    return transport_->recv(host, source, tag);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::recvAnysource(Tensors& tensors, int tag) {
-  check_kiln(tensors, "recv");
-  order_after_current_stream(tensors);
-  Tensors host = aliases(tensors);
-  return Launch::of(*this, "recv", c10d::OpType::RECVANYSOURCE,
-                    {transport_->recvAnysource(host, tag)}, tensors);
+  return Launch::in_place(*this, "recv", c10d::OpType::RECVANYSOURCE, tensors,
+                          [&](Tensors& host) { return transport_->recvAnysource(host, tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::barrier(const c10d::BarrierOptions& opts) {

@@ -137,6 +137,22 @@ def mismatched_rank(rank, size, kind):
     raise AssertionError("a mismatched all_reduce returned")
 
 
+def test_a_mismatched_collective_names_itself_by_default(capfd):
+    """Without TORCH_DISTRIBUTED_DEBUG, Gloo's I/O thread ends the rank that
+    receives the larger message (rank 0 here, whose tensor is smaller). Kiln's
+    terminate handler names the collective, the rank and the shape first; the
+    peer gets a DistBackendError naming the collective when the connection
+    closes."""
+    for kind, described in (("shape", "(Float [4])"), ("dtype", "(Float [4])")):
+        results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS,
+                            may_exit=(0,))
+        error_output = capfd.readouterr().err
+        assert ("kiln: the process is ending inside the collective transport while all_reduce"
+                f" on rank 0 of 2 {described} was the last collective it started") in error_output
+        assert "TORCH_DISTRIBUTED_DEBUG=DETAIL" in error_output
+        assert "kiln: all_reduce on rank 1 of 2 failed" in results[1], results[1]
+
+
 def test_a_mismatched_collective_fails_clearly_under_distributed_debug():
     """PyTorch's collective fingerprint check (ProcessGroupWrapper) wraps the
     kiln backend as it wraps Gloo and NCCL. Without it, Gloo aborts the

@@ -5,6 +5,7 @@
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/c10/device_guard.h"
 #include "kiln/c10/status_error.h"
+#include "kiln/distributed/abort_report.h"
 
 namespace kiln::torch_integration::distributed {
 namespace {
@@ -12,7 +13,11 @@ namespace {
 using Tensors = std::vector<at::Tensor>;
 using TensorLists = std::vector<Tensors>;
 
-void check_kiln(const Tensors& tensors, const char* name) {
+// Checks that every tensor is on one kiln device, and notes the collective
+// for the abort report (abort_report.h).
+void check_kiln(const c10d::Backend& backend, const Tensors& tensors, const char* name) {
+  note_collective(name, backend.getRank(), backend.getSize(),
+                  tensors.empty() ? nullptr : &tensors.front());
   for (const at::Tensor& tensor : tensors) {
     TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1,
                 "kiln backend: ", name, " expects tensors on a kiln device, got one on ",
@@ -24,8 +29,8 @@ void check_kiln(const Tensors& tensors, const char* name) {
   }
 }
 
-void check_kiln(const TensorLists& lists, const char* name) {
-  for (const Tensors& list : lists) check_kiln(list, name);
+void check_kiln(const c10d::Backend& backend, const TensorLists& lists, const char* name) {
+  for (const Tensors& list : lists) check_kiln(backend, list, name);
 }
 
 // The collective reads what work already queued on the current stream
@@ -132,6 +137,7 @@ KilnBackend::KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
       timeout_(timeout),
       completer_(std::make_unique<Completer>()) {
   TORCH_CHECK(transport_, "kiln backend: a transport backend is required");
+  install_abort_report();
 }
 
 void KilnBackend::setTimeout(std::chrono::milliseconds timeout) {
@@ -158,7 +164,7 @@ struct KilnBackend::Launch {
   static c10::intrusive_ptr<c10d::Work> in_place(const KilnBackend& backend, const char* name,
                                                  c10d::OpType type, Tensors& tensors,
                                                  Start start) {
-    check_kiln(tensors, name);
+    check_kiln(backend, tensors, name);
     // For a receive too: work queued earlier may still read the buffer the
     // message lands in.
     order_after_current_stream(tensors);
@@ -175,7 +181,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
                                                       const c10d::AllreduceOptions& opts) {
-  check_kiln(tensors, "all_reduce");
+  check_kiln(*this, tensors, "all_reduce");
   Reduction reduction = reduction_for(opts.reduceOp, tensors, "all_reduce");
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
@@ -189,7 +195,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
     Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  check_kiln(tensors, "all_reduce_coalesced");
+  check_kiln(*this, tensors, "all_reduce_coalesced");
   Reduction reduction = reduction_for(opts.reduceOp, tensors, "all_reduce_coalesced");
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
@@ -209,7 +215,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::reduce(Tensors& tensors,
                                                    const c10d::ReduceOptions& opts) {
-  check_kiln(tensors, "reduce");
+  check_kiln(*this, tensors, "reduce");
   Reduction reduction = reduction_for(opts.reduceOp, tensors, "reduce");
   order_after_current_stream(tensors);
   // The transport may use a non-root rank's tensor as scratch; NCCL leaves it
@@ -233,8 +239,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce(Tensors& tensors,
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allgather(TensorLists& outputs, Tensors& inputs,
                                                       const c10d::AllgatherOptions& opts) {
-  check_kiln(inputs, "all_gather");
-  check_kiln(outputs, "all_gather");
+  check_kiln(*this, outputs, "all_gather");
+  check_kiln(*this, inputs, "all_gather");  // noted last: the input shapes
   order_after_current_stream(inputs);
   TensorLists host_outputs = aliases(outputs);
   Tensors host_inputs = aliases(inputs);
@@ -244,7 +250,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allgather(TensorLists& outputs, Tens
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                             const c10d::AllgatherOptions& opts) {
-  check_kiln({output, input}, "all_gather_into_tensor");
+  check_kiln(*this, {output, input}, "all_gather_into_tensor");
   order_after_current_stream({input});
   at::Tensor host_output = host_alias(output);
   at::Tensor host_input = host_alias(input);
@@ -254,8 +260,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::_allgather_base(at::Tensor& output, 
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allgather_into_tensor_coalesced(
     Tensors& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) {
-  check_kiln(outputs, "all_gather_into_tensor_coalesced");
-  check_kiln(inputs, "all_gather_into_tensor_coalesced");
+  check_kiln(*this, outputs, "all_gather_into_tensor_coalesced");
+  check_kiln(*this, inputs, "all_gather_into_tensor_coalesced");
   TORCH_CHECK(outputs.size() == inputs.size(), "kiln backend: all_gather_into_tensor_coalesced "
               "needs one output per input, got ", outputs.size(), " and ", inputs.size());
   order_after_current_stream(inputs);
@@ -271,8 +277,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allgather_into_tensor_coalesced(
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::gather(TensorLists& outputs, Tensors& inputs,
                                                    const c10d::GatherOptions& opts) {
-  check_kiln(inputs, "gather");
-  check_kiln(outputs, "gather");
+  check_kiln(*this, outputs, "gather");
+  check_kiln(*this, inputs, "gather");  // noted last: the input shapes
   order_after_current_stream(inputs);
   TensorLists host_outputs = aliases(outputs);
   Tensors host_inputs = aliases(inputs);
@@ -282,8 +288,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::gather(TensorLists& outputs, Tensors
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::scatter(Tensors& outputs, TensorLists& inputs,
                                                     const c10d::ScatterOptions& opts) {
-  check_kiln(outputs, "scatter");
-  check_kiln(inputs, "scatter");
+  check_kiln(*this, outputs, "scatter");
+  check_kiln(*this, inputs, "scatter");
   Tensors flat_inputs = flatten(inputs);
   order_after_current_stream(flat_inputs.empty() ? outputs : flat_inputs);
   Tensors host_outputs = aliases(outputs);
@@ -294,8 +300,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::scatter(Tensors& outputs, TensorList
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter(Tensors& outputs, TensorLists& inputs,
                                                            const c10d::ReduceScatterOptions& opts) {
-  check_kiln(outputs, "reduce_scatter");
-  check_kiln(inputs, "reduce_scatter");
+  check_kiln(*this, outputs, "reduce_scatter");
+  check_kiln(*this, inputs, "reduce_scatter");
   Tensors flat_inputs = flatten(inputs);
   Reduction reduction = reduction_for(opts.reduceOp, flat_inputs, "reduce_scatter");
   order_after_current_stream(flat_inputs);
@@ -318,8 +324,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::_reduce_scatter_base(
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter_tensor_coalesced(
     Tensors& outputs, Tensors& inputs, const c10d::ReduceScatterOptions& opts) {
-  check_kiln(outputs, "reduce_scatter_tensor");
-  check_kiln(inputs, "reduce_scatter_tensor");
+  check_kiln(*this, outputs, "reduce_scatter_tensor");
+  check_kiln(*this, inputs, "reduce_scatter_tensor");
   TORCH_CHECK(outputs.size() == inputs.size(), "kiln backend: reduce_scatter_tensor needs one "
               "output per input, got ", outputs.size(), " and ", inputs.size());
   Reduction reduction = reduction_for(opts.reduceOp, inputs, "reduce_scatter_tensor");
@@ -341,7 +347,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter_tensor_coalesced(
 c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
     std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
-  check_kiln({output, input}, "all_to_all_single");
+  check_kiln(*this, {output, input}, "all_to_all_single");
   order_after_current_stream({input});
   at::Tensor host_output = host_alias(output);
   at::Tensor host_input = host_alias(input);
@@ -353,8 +359,8 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall_base(
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall(Tensors& outputs, Tensors& inputs,
                                                      const c10d::AllToAllOptions& opts) {
-  check_kiln(outputs, "all_to_all");
-  check_kiln(inputs, "all_to_all");
+  check_kiln(*this, outputs, "all_to_all");
+  check_kiln(*this, inputs, "all_to_all");
   order_after_current_stream(inputs);
   Tensors host_outputs = aliases(outputs);
   Tensors host_inputs = aliases(inputs);

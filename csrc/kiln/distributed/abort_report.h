@@ -1,0 +1,24 @@
+// What a rank was doing when Gloo ended the process.
+//
+// Gloo checks each message's size on its own I/O thread. When the ranks call
+// a collective with different shapes or dtypes, that check throws there,
+// where nothing can catch it, and the C++ runtime terminates the process.
+// Kiln cannot turn that into a Python exception, but it can name what was
+// running: every collective notes itself here before it reaches the
+// transport, and a terminate handler (chained in front of the previous one)
+// prints the last note with the transport's message.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace kiln::torch_integration::distributed {
+
+// Records `name` with the group rank and size and the first tensor's dtype
+// and shape as the collective this process started last. Cheap: one short
+// formatted string under a mutex.
+void note_collective(const char* name, int rank, int size, const at::Tensor* first);
+
+// Installs the terminate handler once per process (later calls do nothing).
+void install_abort_report();
+
+}  // namespace kiln::torch_integration::distributed

@@ -1,4 +1,4 @@
-# make demo   sets up, builds, and trains the example model on kiln beside the CPU
+# make demo   sets up, builds, and evaluates the example transformer with kiln-eval
 # make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
 # make bench  runs the benchmarks of bench/ (not part of the tests)
 # make operators  runs the full OpInfo sweep and rewrites docs/operators.md (slow)
@@ -14,7 +14,7 @@ setup:
 	@scripts/setup.sh
 
 demo: setup
-	$(PYTHON) examples/train_mlp.py
+	$(VENV)/bin/kiln-eval examples/transformer.py --output kiln-eval-reports/transformer
 
 test: setup
 	@$(MAKE) --no-print-directory test-cpp test-python

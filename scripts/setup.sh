@@ -56,7 +56,7 @@ fi
 cmake --build "$build_dir"
 
 # 4. The package, editable, so the freshly built _C is what Python imports.
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(0 if m.entry_points(group='torch.backends', name='kiln') and m.entry_points(group='torch_dynamo_backends', name='kiln') else 1)" 2>/dev/null ||
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(0 if m.entry_points(group='torch.backends', name='kiln') and m.entry_points(group='torch_dynamo_backends', name='kiln') and m.entry_points(group='console_scripts', name='kiln-eval') else 1)" 2>/dev/null ||
    [ "$("$venv/bin/python" -c "import importlib.util as u; print(u.find_spec('torch_kiln').submodule_search_locations[0])" 2>/dev/null)" != "$root/python/torch_kiln" ]; then
   say "installing torch_kiln (editable) into $venv"
   KILN_BUILD_DIR="$build_dir" "$venv/bin/pip" install -q --disable-pip-version-check \

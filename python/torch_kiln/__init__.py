@@ -10,6 +10,10 @@ torch.compile(model, backend="kiln"):
     compile_stats()     graphs, nodes, kernels, compile seconds, recompiles (docs/compiled_path.md)
     reset_compile_stats()
 
+Evaluation (kiln-eval, docs/evaluation.md):
+    evaluate(model, make_batch, loss=None, ...)  CPU eager against kiln eager and
+                        compiled: fallbacks, numerics, time, recompiles, memory
+
 Kernel compiler:
     compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
     reset_compiler_stats()
@@ -40,6 +44,7 @@ from . import bucketing
 from .compile import compile_stats, reset_compile_stats
 from .compile import register as _register_compile_backend
 from .distributed import register as _register_distributed_backend
+from .eval import evaluate
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
 
@@ -48,6 +53,7 @@ __all__ = [
     "clear_op_tracking",
     "compile_stats",
     "compiler_stats",
+    "evaluate",
     "get_executed_ops",
     "get_fallback_mode",
     "get_fallback_ops",

@@ -19,6 +19,7 @@ def _zero():
         "cache_hits": 0,        # graphs whose lowering came from the program cache on disk
         "kernels_compiled": 0,  # C compiles those first runs needed
         "kernel_cache_hits": 0,  # kernels those first runs found in the disk cache
+        "kernel_compile_seconds": 0.0,  # their C compile time (a part of compile_seconds)
         "dynamo_graphs": 0,     # graphs Dynamo handed to the backend
         "recompiles": 0,        # of those, recompiles of a frame compiled before (new shapes, ...)
     }
@@ -50,6 +51,7 @@ def record_graph(lowered, program_statistics, seconds, cache_hit):
 def record_first_run(before, after):
     with _lock:
         _counters["compile_seconds"] += after["compile_seconds"] - before["compile_seconds"]
+        _counters["kernel_compile_seconds"] += after["compile_seconds"] - before["compile_seconds"]
         _counters["kernels_compiled"] += after["kernels_compiled"] - before["kernels_compiled"]
         _counters["kernel_cache_hits"] += after["disk_hits"] - before["disk_hits"]
 

@@ -1,0 +1,211 @@
+"""Running a workload in one mode: CPU eager (the reference), kiln eager or
+kiln compiled. Each mode trains its own copy of the model from the same
+initial weights on the same batches, times every step, and keeps what the
+first step produced (outputs, loss, gradients) for the numerics check."""
+import copy
+import dataclasses
+import statistics
+import time
+import traceback
+
+import torch
+from torch.utils._pytree import tree_map_only
+
+from .. import compile as kiln_compile
+from ..compiler import compiler_stats
+from ..compile.graph_lowering import UnsupportedOperatorError
+
+MODES = ("cpu_eager", "kiln_eager", "kiln_compiled")
+DEVICES = {"cpu_eager": "cpu", "kiln_eager": "kiln", "kiln_compiled": "kiln"}
+
+
+def split_batch(batch, has_loss):
+    """(positional inputs as a tuple, target or None) from what make_batch returned."""
+    if has_loss:
+        if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+            raise TypeError("with a loss, make_batch() must return (inputs, target), got "
+                            f"{type(batch).__name__}")
+        inputs, target = batch
+    else:
+        inputs, target = batch, None
+    return (tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)), target
+
+
+def to_device(value, device):
+    return tree_map_only(torch.Tensor, lambda tensor: tensor.to(device), value)
+
+
+def default_optimizer(parameters):
+    return torch.optim.SGD(parameters, lr=0.01)
+
+
+def describe_optimizer(optimizer):
+    defaults = optimizer.defaults
+    shown = ", ".join(f"{key}={defaults[key]}" for key in ("lr", "momentum", "weight_decay")
+                      if key in defaults and defaults[key] not in (0, 0.0, None))
+    return f"{type(optimizer).__name__}({shown})"
+
+
+def surrogate_loss(outputs):
+    """Without a loss, backward runs from the sum of the floating outputs."""
+    from .numerics import flatten_outputs
+    floating = [tensor for _, tensor in flatten_outputs(outputs)
+                if tensor.is_floating_point() and tensor.requires_grad]
+    return sum(tensor.float().sum() for tensor in floating) if floating else None
+
+
+@dataclasses.dataclass
+class FirstStep:
+    """What the first step produced, on the CPU, for the numerics check."""
+    outputs: object = None
+    loss: torch.Tensor = None
+    gradients: dict = dataclasses.field(default_factory=dict)
+
+
+class Trainer:
+    """A copy of the model on one device, with its optimizer, running steps."""
+
+    def __init__(self, workload, device, compiled=False, compile_options=None):
+        self.workload = workload
+        self.device = device
+        self.model = copy.deepcopy(workload.model).to(device)
+        self.callable = self.model
+        if compiled:
+            self.callable = torch.compile(self.model, backend="kiln", dynamic=False,
+                                          options=compile_options)
+        make_optimizer = workload.optimizer or default_optimizer
+        self.optimizer = make_optimizer(list(self.model.parameters())) \
+            if workload.loss is not None else None
+
+    def step(self, batch, capture=False):
+        """One step on a device batch; returns (loss as float or None, FirstStep or None)."""
+        inputs, target = batch
+        for parameter in self.model.parameters():
+            parameter.grad = None
+        outputs = self.callable(*inputs)
+        if self.workload.loss is not None:
+            loss = self.workload.loss(outputs, target)
+        else:
+            loss = surrogate_loss(outputs)
+        if loss is not None:
+            loss.backward()
+        captured = None
+        if capture:
+            captured = FirstStep(
+                outputs=tree_map_only(torch.Tensor, lambda tensor: tensor.detach().cpu(), outputs),
+                loss=None if loss is None else loss.detach().cpu(),
+                gradients={name: parameter.grad.detach().cpu()
+                           for name, parameter in self.model.named_parameters()
+                           if parameter.grad is not None})
+        if self.optimizer is not None:
+            self.optimizer.step()
+        if loss is not None:
+            value = loss.item()  # waits for the device: the step's work is done
+        else:
+            tree_map_only(torch.Tensor, lambda tensor: tensor.cpu(), outputs)
+            value = None
+        return (value if self.workload.loss is not None else None), captured
+
+
+def _counters():
+    kernels = compiler_stats()
+    graphs = kiln_compile.compile_stats()
+    return {"kernels_compiled": kernels["kernels_compiled"],
+            "kernel_cache_hits": kernels["disk_hits"],
+            "kernel_compile_seconds": kernels["compile_seconds"],
+            "graphs_compiled": graphs["graphs"], "graph_cache_hits": graphs["cache_hits"],
+            "recompiles": graphs["recompiles"],
+            # Graph compile seconds include the kernel compiles of each
+            # program's first run; count those once.
+            "graph_compile_seconds": graphs["compile_seconds"] - graphs["kernel_compile_seconds"]}
+
+
+def empty_mode_report(status="skipped", error=None):
+    return {"status": status, "error": error, "notes": [], "steps_run": 0,
+            "first_step_seconds": None, "step_seconds": [], "median_step_seconds": None,
+            "min_step_seconds": None, "max_step_seconds": None, "speedup_vs_cpu": None,
+            "kernels_compiled": 0, "kernel_cache_hits": 0, "graphs_compiled": 0,
+            "graph_cache_hits": 0, "recompiles": 0, "compile_seconds": 0.0,
+            "peak_memory_bytes": None, "losses": []}
+
+
+def describe_error(error):
+    """The exception as one paragraph: type, message and the innermost user frame."""
+    from .op_audit import _is_user_file
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if _is_user_file(frame.filename)]
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" \
+        if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+def _unsupported_operator(error):
+    while error is not None:
+        if isinstance(error, UnsupportedOperatorError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def run_mode(mode, workload, batches, steps, warmup, progress):
+    """(mode report, FirstStep or None) for `mode` over `batches` (CPU batches,
+    one per step: first, warmup and timed steps)."""
+    device = DEVICES[mode]
+    report = empty_mode_report("ok")
+    compiled = mode == "kiln_compiled"
+    if compiled:
+        torch._dynamo.reset()
+    before = _counters()
+    if device == "kiln":
+        torch.kiln.synchronize()
+        torch.kiln.reset_peak_memory_stats()
+    device_batches = [to_device(batch, device) for batch in batches]
+    trainer = Trainer(workload, device, compiled)
+    first = None
+    try:
+        for index, batch in enumerate(device_batches):
+            start = time.perf_counter()
+            try:
+                loss, captured = trainer.step(batch, capture=index == 0)
+            except Exception as error:
+                if not (compiled and index == 0 and _unsupported_operator(error)):
+                    raise
+                # An op Kiln cannot lower inside the graph: say so, and run it
+                # eagerly inside the compiled program instead.
+                report["notes"].append(
+                    "the strict compile failed; the graphs were split around the op with "
+                    f"options={{'fallback': 'eager'}}: {describe_error(error)}")
+                torch._dynamo.reset()
+                trainer = Trainer(workload, device, True, {"fallback": "eager"})
+                start = time.perf_counter()
+                loss, captured = trainer.step(batch, capture=True)
+            seconds = time.perf_counter() - start
+            if index == 0:
+                first = captured
+                report["first_step_seconds"] = seconds
+            elif index > warmup:
+                report["step_seconds"].append(seconds)
+            if loss is not None:
+                report["losses"].append(loss)
+            report["steps_run"] = index + 1
+            progress(1)
+    except Exception as error:  # noqa: BLE001: a failing mode is reported, others still run
+        report["status"] = "failed"
+        report["error"] = describe_error(error)
+    after = _counters()
+    report["kernels_compiled"] = after["kernels_compiled"] - before["kernels_compiled"]
+    report["kernel_cache_hits"] = after["kernel_cache_hits"] - before["kernel_cache_hits"]
+    report["graphs_compiled"] = after["graphs_compiled"] - before["graphs_compiled"]
+    report["graph_cache_hits"] = after["graph_cache_hits"] - before["graph_cache_hits"]
+    report["recompiles"] = after["recompiles"] - before["recompiles"]
+    report["compile_seconds"] = (after["kernel_compile_seconds"] - before["kernel_compile_seconds"]
+                                 + after["graph_compile_seconds"]
+                                 - before["graph_compile_seconds"])
+    if device == "kiln":
+        report["peak_memory_bytes"] = int(torch.kiln.max_memory_allocated())
+    times = report["step_seconds"]
+    if times:
+        report.update(median_step_seconds=statistics.median(times), min_step_seconds=min(times),
+                      max_step_seconds=max(times))
+    report["optimizer"] = describe_optimizer(trainer.optimizer) if trainer.optimizer else None
+    return report, first

@@ -1,17 +1,13 @@
 """torch_kiln.evaluate(): the whole evaluation as one call, returning the
 report dict of docs/evaluation_report_schema.md."""
 import contextlib
-import copy
-import os
 import platform
 import sys
 import warnings
 
 import torch
 
-from .. import _C
-from ..op_tracking import clear_op_tracking, get_executed_ops, get_fallback_mode, \
-    set_fallback_mode
+from ..op_tracking import get_fallback_mode, set_fallback_mode
 from . import numerics, runner, shapes
 from .op_audit import OpAudit
 from .workload import EvaluationInputError, Workload, as_workload, parse_sweep
@@ -76,15 +72,21 @@ def _op_section(executed, audit):
     }
 
 
-def _audit(workload, batch):
-    """The audited kiln eager step (op_audit.py) on its own copy of the model."""
-    trainer = runner.Trainer(workload, "kiln")
-    audit = OpAudit()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # anomaly mode announces itself
-        with torch.autograd.detect_anomaly(check_nan=False), audit:
-            trainer.step(runner.to_device(batch, "kiln"))
-    return audit
+def _audit(workload, batch, messages):
+    """The audited kiln eager step (op_audit.py) on its own copy of the
+    model, or None (with a message) when it fails."""
+    try:
+        trainer = runner.Trainer(workload, "kiln")
+        audit = OpAudit()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # anomaly mode announces itself
+            with torch.autograd.detect_anomaly(check_nan=False), audit:
+                trainer.step(runner.to_device(batch, "kiln"))
+        return audit
+    except Exception as error:  # noqa: BLE001: the report says what did run
+        messages.append("the audited kiln step (op sources and per-op numerics) failed: "
+                        f"{runner.describe_error(error)}")
+        return None
 
 
 def _numerics_checks(mode, first, reference):
@@ -103,6 +105,40 @@ def _numerics_checks(mode, first, reference):
         else:
             checks.append(numerics.compare(name, "gradient", mode, actual, expected))
     return checks
+
+
+def _run_modes(workload, batches, modes, warmup, check_ops, report, messages, advance):
+    """Runs the modes into `report` (modes, model optimizer, ops, per-op
+    numerics); returns {mode: FirstStep} of the modes whose first step ran."""
+    audit = None
+    runs = {}
+    for mode in modes:
+        if mode != "cpu_eager" and not runs["cpu_eager"].running:
+            report["modes"][mode]["error"] = "not run: the model fails on the CPU itself"
+            continue
+        runs[mode] = runner.ModeRun(mode, workload)
+        runs[mode].start(batches[:1 + warmup], advance)
+        if mode == "kiln_eager" and check_ops and runs[mode].running:
+            audit = _audit(workload, batches[0], messages)
+            advance(1)
+    # The timed steps: the modes take turns, so that each sees the
+    # same drift of the machine's state.
+    for batch in batches[1 + warmup:]:
+        for run in runs.values():
+            if run.running:
+                run.timed_step(batch)
+                advance(1)
+    for mode, run in runs.items():
+        report["modes"][mode] = run.finish()
+        trainer = run.trainer
+        if trainer is not None and trainer.optimizer is not None:
+            report["model"]["optimizer"] = runner.describe_optimizer(trainer.optimizer)
+    if "kiln_eager" in runs:
+        report["ops"] = _op_section(runs["kiln_eager"].executed_ops(), audit)
+        if audit:
+            report["numerics"]["ops_compared"] = audit.ops_compared
+            report["numerics"]["checks"].extend(audit.op_failures)
+    return {mode: run.first for mode, run in runs.items() if run.first is not None}
 
 
 def evaluate(model, make_batch=None, loss=None, *, optimizer=None, steps=5, warmup=1,
@@ -131,6 +167,7 @@ def evaluate(model, make_batch=None, loss=None, *, optimizer=None, steps=5, warm
     if unknown or "cpu_eager" not in modes:
         raise EvaluationInputError(f"modes must include cpu_eager and be among {runner.MODES}, "
                                    f"got {list(modes)}")
+    modes = [mode for mode in runner.MODES if mode in modes]  # the CPU reference first
     if steps < 1 or warmup < 0:
         raise EvaluationInputError("steps must be >= 1 and warmup >= 0")
     parameters = list(workload.model.parameters())
@@ -151,6 +188,7 @@ def evaluate(model, make_batch=None, loss=None, *, optimizer=None, steps=5, warm
         "verdict": {},
     }
     messages = []
+    firsts = {}
     count = 1 + warmup + steps
     total = count * len(modes) + (1 if check_ops else 0) + \
         (2 * len(next(iter(sweep.values()))) if sweep else 0)
@@ -163,38 +201,14 @@ def evaluate(model, make_batch=None, loss=None, *, optimizer=None, steps=5, warm
             except Exception as error:  # noqa: BLE001
                 messages.append(f"make_batch() failed: {runner.describe_error(error)}")
                 batches = None
-            firsts = {}
-            for mode in modes if batches else ():
-                if mode != "cpu_eager" and report["modes"]["cpu_eager"]["status"] != "ok":
-                    report["modes"][mode]["error"] = "not run: the model fails on the CPU itself"
-                    continue
-                if mode == "kiln_eager":
-                    torch.kiln.synchronize()
-                    clear_op_tracking()
-                mode_report, firsts[mode] = runner.run_mode(mode, workload, batches, steps,
-                                                            warmup, advance)
-                report["model"]["optimizer"] = mode_report.pop("optimizer")
-                report["modes"][mode] = mode_report
-                if mode == "kiln_eager":
-                    executed = get_executed_ops()
-                    audit = None
-                    if check_ops:
-                        try:
-                            audit = _audit(workload, batches[0])
-                        except Exception as error:  # noqa: BLE001
-                            messages.append("the audited kiln step (op sources and per-op "
-                                            f"numerics) failed: {runner.describe_error(error)}")
-                        advance(1)
-                    report["ops"] = _op_section(executed, audit)
-                    if audit:
-                        report["numerics"]["ops_compared"] = audit.ops_compared
-                        report["numerics"]["checks"].extend(audit.op_failures)
+            firsts = _run_modes(workload, batches, modes, warmup, check_ops, report, messages,
+                                advance) if batches else {}
             if sweep and report["modes"]["cpu_eager"]["status"] == "ok":
                 (keyword, values), = sweep.items()
                 report["shapes"] = shapes.sweep(workload, keyword, values, buckets, seed, advance)
     finally:
         set_fallback_mode(previous_fallback_mode)
-    _finish(report, firsts if batches else {}, messages, strict)
+    _finish(report, firsts, messages, strict)
     return report
 
 

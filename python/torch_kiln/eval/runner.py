@@ -2,6 +2,7 @@
 kiln compiled. Each mode trains its own copy of the model from the same
 initial weights on the same batches, times every step, and keeps what the
 first step produced (outputs, loss, gradients) for the numerics check."""
+import collections
 import copy
 import dataclasses
 import statistics
@@ -11,6 +12,7 @@ import traceback
 import torch
 from torch.utils._pytree import tree_map_only
 
+from .. import _C
 from .. import compile as kiln_compile
 from ..compiler import compiler_stats
 from ..compile.graph_lowering import UnsupportedOperatorError
@@ -147,65 +149,114 @@ def _unsupported_operator(error):
     return False
 
 
-def run_mode(mode, workload, batches, steps, warmup, progress):
-    """(mode report, FirstStep or None) for `mode` over `batches` (CPU batches,
-    one per step: first, warmup and timed steps)."""
-    device = DEVICES[mode]
-    report = empty_mode_report("ok")
-    compiled = mode == "kiln_compiled"
-    if compiled:
-        torch._dynamo.reset()
-    before = _counters()
-    if device == "kiln":
-        torch.kiln.synchronize()
-        torch.kiln.reset_peak_memory_stats()
-    device_batches = [to_device(batch, device) for batch in batches]
-    trainer = Trainer(workload, device, compiled)
-    first = None
-    try:
-        for index, batch in enumerate(device_batches):
-            start = time.perf_counter()
+def _executed_counts():
+    return {(op, path): count for op, paths in _C._executed_ops().items()
+            for path, count in paths.items()}
+
+
+class ModeRun:
+    """One mode's copy of the model and its measurements. start() runs the
+    first step and the warmup steps; timed_step() one steady-state step, so
+    that evaluate() can let the modes take turns (the machine's state drifts,
+    and each mode should see the same drift); finish() gives the report."""
+
+    def __init__(self, mode, workload):
+        self.mode = mode
+        self.device = DEVICES[mode]
+        self.workload = workload
+        self.report = empty_mode_report("ok")
+        self.first = None            # FirstStep of the first step
+        self.trainer = None
+        self.counters = collections.Counter()
+        self.executed = collections.Counter()  # {(op, path): calls}, kiln eager only
+
+    @property
+    def running(self):
+        return self.report["status"] == "ok"
+
+    def _step(self, batch, capture=False):
+        """(seconds, loss, FirstStep or None) of one step, with its counters."""
+        before = _counters()
+        ops_before = _executed_counts() if self.mode == "kiln_eager" else None
+        start = time.perf_counter()
+        loss, captured = self.trainer.step(batch, capture)
+        seconds = time.perf_counter() - start
+        self.counters.update({name: value - before[name] for name, value in _counters().items()})
+        if ops_before is not None:
+            self.executed.update({key: count - ops_before.get(key, 0)
+                                  for key, count in _executed_counts().items()})
+        if loss is not None:
+            self.report["losses"].append(loss)
+        self.report["steps_run"] += 1
+        return seconds, loss, captured
+
+    def _fail(self, error):
+        self.report["status"] = "failed"
+        self.report["error"] = describe_error(error)
+
+    def start(self, batches, progress):
+        """The first step (timed: it compiles) and the warmup steps, on the
+        CPU `batches`. The mode's peak device memory is measured here, above
+        what other modes held before it began."""
+        compiled = self.mode == "kiln_compiled"
+        if compiled:
+            torch._dynamo.reset()
+        if self.device == "kiln":
+            torch.kiln.synchronize()
+            baseline = torch.kiln.memory_allocated()
+            torch.kiln.reset_peak_memory_stats()
+        try:
+            self.trainer = Trainer(self.workload, self.device, compiled)
+            device_batches = [to_device(batch, self.device) for batch in batches]
             try:
-                loss, captured = trainer.step(batch, capture=index == 0)
+                seconds, _, self.first = self._step(device_batches[0], capture=True)
             except Exception as error:
-                if not (compiled and index == 0 and _unsupported_operator(error)):
+                if not (compiled and _unsupported_operator(error)):
                     raise
                 # An op Kiln cannot lower inside the graph: say so, and run it
                 # eagerly inside the compiled program instead.
-                report["notes"].append(
+                self.report["notes"].append(
                     "the strict compile failed; the graphs were split around the op with "
                     f"options={{'fallback': 'eager'}}: {describe_error(error)}")
                 torch._dynamo.reset()
-                trainer = Trainer(workload, device, True, {"fallback": "eager"})
-                start = time.perf_counter()
-                loss, captured = trainer.step(batch, capture=True)
-            seconds = time.perf_counter() - start
-            if index == 0:
-                first = captured
-                report["first_step_seconds"] = seconds
-            elif index > warmup:
-                report["step_seconds"].append(seconds)
-            if loss is not None:
-                report["losses"].append(loss)
-            report["steps_run"] = index + 1
+                self.trainer = Trainer(self.workload, self.device, True, {"fallback": "eager"})
+                seconds, _, self.first = self._step(device_batches[0], capture=True)
+            self.report["first_step_seconds"] = seconds
             progress(1)
-    except Exception as error:  # noqa: BLE001: a failing mode is reported, others still run
-        report["status"] = "failed"
-        report["error"] = describe_error(error)
-    after = _counters()
-    report["kernels_compiled"] = after["kernels_compiled"] - before["kernels_compiled"]
-    report["kernel_cache_hits"] = after["kernel_cache_hits"] - before["kernel_cache_hits"]
-    report["graphs_compiled"] = after["graphs_compiled"] - before["graphs_compiled"]
-    report["graph_cache_hits"] = after["graph_cache_hits"] - before["graph_cache_hits"]
-    report["recompiles"] = after["recompiles"] - before["recompiles"]
-    report["compile_seconds"] = (after["kernel_compile_seconds"] - before["kernel_compile_seconds"]
-                                 + after["graph_compile_seconds"]
-                                 - before["graph_compile_seconds"])
-    if device == "kiln":
-        report["peak_memory_bytes"] = int(torch.kiln.max_memory_allocated())
-    times = report["step_seconds"]
-    if times:
-        report.update(median_step_seconds=statistics.median(times), min_step_seconds=min(times),
-                      max_step_seconds=max(times))
-    report["optimizer"] = describe_optimizer(trainer.optimizer) if trainer.optimizer else None
-    return report, first
+            for batch in device_batches[1:]:
+                self._step(batch)
+                progress(1)
+        except Exception as error:  # noqa: BLE001: a failing mode is reported, others still run
+            self._fail(error)
+        if self.device == "kiln":
+            torch.kiln.synchronize()
+            self.report["peak_memory_bytes"] = int(torch.kiln.max_memory_allocated() - baseline)
+
+    def timed_step(self, batch):
+        try:
+            seconds, _, _ = self._step(to_device(batch, self.device))
+            self.report["step_seconds"].append(seconds)
+        except Exception as error:  # noqa: BLE001
+            self._fail(error)
+
+    def finish(self):
+        """The mode's report (docs/evaluation_report_schema.md)."""
+        report, counters = self.report, self.counters
+        for name in ("kernels_compiled", "kernel_cache_hits", "graphs_compiled",
+                     "graph_cache_hits", "recompiles"):
+            report[name] = int(counters[name])
+        report["compile_seconds"] = counters["kernel_compile_seconds"] + \
+            counters["graph_compile_seconds"]
+        times = report["step_seconds"]
+        if times:
+            report.update(median_step_seconds=statistics.median(times),
+                          min_step_seconds=min(times), max_step_seconds=max(times))
+        return report
+
+    def executed_ops(self):
+        """{op: {path: calls}} of this mode's steps (the form of get_executed_ops())."""
+        table = collections.defaultdict(dict)
+        for (op, path), count in self.executed.items():
+            if count:
+                table[op][path] = count
+        return dict(table)

@@ -61,3 +61,55 @@ def test_convolution_leaves_the_callers_thread_settings(batch):
     torch.testing.assert_close(device_images.grad.cpu(), images.grad)
     torch.testing.assert_close(device_weight.grad.cpu(), weight.grad)
 
+
+
+THREAD_COUNT_SCRIPT = r"""
+import os
+import torch
+import torch_kiln
+
+def threads():
+    # A thread's name is inherited by the threads it starts: an OpenMP team
+    # started by Kiln's stream worker or the autograd engine's kiln thread
+    # carries their names.
+    names = [open(f"/proc/self/task/{task}/comm").read().strip()
+             for task in os.listdir("/proc/self/task")]
+    return sum(name.startswith(("kiln-stream", "pt_autograd")) for name in names)
+
+def large_work(device):
+    images = torch.randn(32, 16, 32, 32, device=device, requires_grad=True)
+    convolution = torch.nn.Conv2d(16, 32, 3, padding=1).to(device)
+    outputs = convolution(images)
+    outputs = torch.nn.functional.batch_norm(outputs, None, None, training=True)
+    outputs.square().sum().backward()
+    (torch.randn(256, 256, device=device) @ torch.randn(256, 256, device=device)).sum().item()
+
+# Start the stream worker and the autograd engine's kiln thread.
+large_work("cpu")
+small = torch.randn(4, device="kiln", requires_grad=True)
+(small * 2).sum().backward()
+(torch.randn(1 << 20, device="kiln") * 2).sum().item()  # too large to run inline
+torch.kiln.synchronize()
+before = threads()
+for _ in range(3):
+    large_work("kiln")
+torch.kiln.synchronize()
+print(before, threads())
+"""
+
+
+def test_large_library_calls_start_no_second_openmp_team():
+    """Only the initial thread may use an OpenMP team (library_threads.h): a
+    team started on Kiln's stream worker or the autograd engine's kiln thread
+    would make libgomp cut every thread's spin-wait process-wide, which made
+    the user's CPU ops 3-8x slower. A second team shows as new threads."""
+    import subprocess
+    import sys
+    if torch.get_num_threads() < 2:
+        pytest.skip("one OpenMP thread: no team to start")
+    completed = subprocess.run([sys.executable, "-c", THREAD_COUNT_SCRIPT], capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    before, after = map(int, completed.stdout.split())
+    assert before == 2, "expected one stream worker and one autograd thread"
+    assert after == before, f"{after - before} threads started by kiln's large library calls"

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/base/config.h"
 #include "kiln/base/philox.h"
@@ -94,6 +95,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                "warning or KILN_FALLBACK=error to forbid fallbacks.");
   }
   replace_generators(op, stack);
+  // An OpenMP team only on the initial thread (library_threads.h): the
+  // autograd engine calls backward fallbacks from its kiln thread.
+  library::LibraryThreadScope threads(/*small=*/false);
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
 

@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <exception>
+#include <string>
 #include <thread>
+
+#include "kiln/base/thread_name.h"
 
 namespace kiln {
 
@@ -114,6 +117,7 @@ void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
 }
 
 void Stream::worker_loop() {
+  set_current_thread_name("kiln-stream-" + std::to_string(device_));
   std::vector<Item> batch;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

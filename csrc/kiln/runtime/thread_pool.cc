@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+
+#include "kiln/base/thread_name.h"
 
 namespace kiln {
 namespace {
@@ -20,7 +23,12 @@ ThreadPool& ThreadPool::instance() {
 }
 
 ThreadPool::ThreadPool(int workers) {
-  for (int index = 0; index < workers; ++index) workers_.emplace_back([this] { work_loop(); });
+  for (int index = 0; index < workers; ++index) {
+    workers_.emplace_back([this, index] {
+      set_current_thread_name("kiln-pool-" + std::to_string(index));
+      work_loop();
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

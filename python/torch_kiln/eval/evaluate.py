@@ -121,13 +121,15 @@ def _run_modes(workload, batches, modes, warmup, check_ops, report, messages, ad
         if mode == "kiln_eager" and check_ops and runs[mode].running:
             audit = _audit(workload, batches[0], messages)
             advance(1)
-    # The timed steps: the modes take turns, so that each sees the
-    # same drift of the machine's state.
-    for batch in batches[1 + warmup:]:
+    # The timed steps: rounds in which the modes take turns, so that
+    # background load on a shared machine hits all of them alike.
+    timed = batches[1 + warmup:]
+    rounds = min(runner.ROUNDS, len(timed))
+    for turn in range(rounds):
+        chunk = timed[turn * len(timed) // rounds:(turn + 1) * len(timed) // rounds]
         for run in runs.values():
             if run.running:
-                run.timed_step(batch)
-                advance(1)
+                run.timed_steps(chunk, advance)
     for mode, run in runs.items():
         report["modes"][mode] = run.finish()
         trainer = run.trainer

@@ -18,6 +18,8 @@ from ..compiler import compiler_stats
 from ..compile.graph_lowering import UnsupportedOperatorError
 
 MODES = ("cpu_eager", "kiln_eager", "kiln_compiled")
+ROUNDS = 3               # the timed steps are split into rounds in which the modes take turns
+SETTLE_SECONDS = 0.05
 DEVICES = {"cpu_eager": "cpu", "kiln_eager": "kiln", "kiln_compiled": "kiln"}
 
 
@@ -156,9 +158,10 @@ def _executed_counts():
 
 class ModeRun:
     """One mode's copy of the model and its measurements. start() runs the
-    first step and the warmup steps; timed_step() one steady-state step, so
-    that evaluate() can let the modes take turns (the machine's state drifts,
-    and each mode should see the same drift); finish() gives the report."""
+    first step and the warmup steps; timed_steps() a round of steady-state
+    steps, so that evaluate() can let the modes take turns (background load
+    on a shared machine then hits all of them alike); finish() gives the
+    report."""
 
     def __init__(self, mode, workload):
         self.mode = mode
@@ -232,10 +235,19 @@ class ModeRun:
             torch.kiln.synchronize()
             self.report["peak_memory_bytes"] = int(torch.kiln.max_memory_allocated() - baseline)
 
-    def timed_step(self, batch):
+    def timed_steps(self, batches, progress):
+        """A round of timed steps on the CPU `batches`. The OpenMP workers of
+        the mode that ran before spin for a while after their last op: let
+        them stop, and bring the cores back to speed with one untimed step
+        (not counted in steps_run or losses) before the clock starts."""
         try:
-            seconds, _, _ = self._step(to_device(batch, self.device))
-            self.report["step_seconds"].append(seconds)
+            device_batches = [to_device(batch, self.device) for batch in batches]
+            time.sleep(SETTLE_SECONDS)
+            self.trainer.step(device_batches[0])
+            for batch in device_batches:
+                seconds, _, _ = self._step(batch)
+                self.report["step_seconds"].append(seconds)
+                progress(1)
         except Exception as error:  # noqa: BLE001
             self._fail(error)
 

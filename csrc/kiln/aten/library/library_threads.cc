@@ -1,6 +1,8 @@
 #include "kiln/aten/library/library_threads.h"
 
 #include <ATen/Parallel.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "kiln/runtime/thread_pool.h"
 
@@ -22,7 +24,14 @@ double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n) {
          static_cast<double>(n);
 }
 
-LibraryThreadScope::LibraryThreadScope(bool small) : serial_(small) {
+bool on_initial_thread() {
+  // Linux: the initial thread's id is the process id.
+  static const pid_t process = getpid();
+  thread_local const bool initial = static_cast<pid_t>(syscall(SYS_gettid)) == process;
+  return initial;
+}
+
+LibraryThreadScope::LibraryThreadScope(bool small) : serial_(small || !on_initial_thread()) {
   if (!serial_) {
     ThreadPool::instance().stop_polling();  // the library's team takes the cores
     return;

@@ -12,6 +12,17 @@
 // (its OpenMP and MKL thread counts set to 1 for the call, thread-locally),
 // and lets large calls use the team after telling Kiln's pool workers to stop
 // polling, so the team has the cores.
+//
+// Only the process's initial thread may use a team, because that team
+// already exists: PyTorch's CPU ops use it. A team started by any other
+// thread (the stream's worker, the autograd engine's kiln thread) makes more
+// OpenMP threads than cores, and libgomp then cuts every thread's spin-wait
+// at its barriers from 300,000 to 1,000 iterations, process-wide, for as long
+// as both teams exist. After one queued 3.5 MFLOP convolution, a CPU
+// batch_norm of 16x16x8x8 took 208 us instead of 24 us, with six futex
+// sleeps per call: Kiln slowed the user's own CPU work in the same process
+// 3-8x. Large calls on other threads therefore run on that thread alone too.
+bool on_initial_thread();
 #pragma once
 
 #include <cstddef>
@@ -40,7 +51,8 @@ double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n);
 // Set for the duration of one library call, on the thread that runs it.
 class LibraryThreadScope {
  public:
-  // `small`: the call runs on the calling thread alone.
+  // `small`, or a thread other than the initial one: the call runs on the
+  // calling thread alone.
   explicit LibraryThreadScope(bool small);
   ~LibraryThreadScope();
   LibraryThreadScope(const LibraryThreadScope&) = delete;

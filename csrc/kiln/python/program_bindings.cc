@@ -177,7 +177,11 @@ void bind_program(py::module& module) {
       .def(py::init([](const py::dict& description) {
         return std::make_shared<Program>(description_from(description));
       }))
-      .def("run", &Program::run)
+      // Without the GIL: a run may wait for the stream (an op on the
+      // synchronous library path, library_call.cc), and the stream's worker
+      // needs the GIL when it drops the last reference to a tensor that has a
+      // Python object. Holding it while waiting deadlocked.
+      .def("run", &Program::run, py::call_guard<py::gil_scoped_release>())
       .def("statistics", &statistics_of)
       .def("input_graph_text", &Program::input_graph_text)
       .def("graph_text", &Program::graph_text)

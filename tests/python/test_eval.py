@@ -235,3 +235,21 @@ def test_python_dash_m_runs_the_command(tmp_path):
         [sys.executable, "-m", "torch_kiln.eval", "--help"], capture_output=True, text=True,
         timeout=120)
     assert completed.returncode == 0 and "kiln-eval" in completed.stdout
+
+
+def test_the_evaluation_starts_no_openmp_team_on_kiln_threads():
+    """The audited step compares backward ops on the CPU after the step, on the
+    main thread: a CPU op on the autograd engine's kiln thread would start an
+    OpenMP team there and slow the CPU reference of every later step
+    (docs/library_path.md). A team inherits its starter's thread name."""
+    script = (
+        "import os, torch_kiln\n"
+        "from torch_kiln.eval import evaluate, load_target\n"
+        f"evaluate(load_target({os.path.join(EXAMPLES, 'cnn.py')!r}), steps=1, warmup=0)\n"
+        "names = [open(f'/proc/self/task/{task}/comm').read().strip()\n"
+        "         for task in os.listdir('/proc/self/task')]\n"
+        "print(sum(name.startswith(('pt_autograd', 'kiln-stream')) for name in names))\n")
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                               timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split()[-1] == "2"  # the autograd thread and the stream worker

@@ -82,6 +82,7 @@ def _audit(workload, batch, messages):
             warnings.simplefilter("ignore")  # anomaly mode announces itself
             with torch.autograd.detect_anomaly(check_nan=False), audit:
                 trainer.step(runner.to_device(batch, "kiln"))
+        audit.finish()
         return audit
     except Exception as error:  # noqa: BLE001: the report says what did run
         messages.append("the audited kiln step (op sources and per-op numerics) failed: "

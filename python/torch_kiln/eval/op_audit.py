@@ -15,6 +15,7 @@ import collections
 import os
 import re
 import sys
+import threading
 import traceback
 
 import torch
@@ -87,6 +88,7 @@ class OpAudit(TorchDispatchMode):
         self.op_failures = []      # numerics check dicts of ops that differ from the CPU
         self.ops_compared = 0
         self.compare_errors = []   # ops whose CPU reference could not run
+        self.pending = []          # comparisons deferred from other threads (finish())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -98,7 +100,7 @@ class OpAudit(TorchDispatchMode):
             torch.Tag.nondeterministic_seeded not in func.tags
         if compare:
             cpu_args, cpu_kwargs = tree_map(
-                lambda value: value.detach().cpu().clone() if _on_kiln(value) else value,
+                lambda value: value.detach().cpu() if _on_kiln(value) else value,  # a copy
                 (args, kwargs))
         before = _path_counts()
         result = func(*args, **kwargs)
@@ -114,24 +116,41 @@ class OpAudit(TorchDispatchMode):
                 if library:
                     self.library_sources[op][source] += library
         if compare:
-            self._compare(func, name, cpu_args, cpu_kwargs, result)
+            actual = [(label, tensor.detach().cpu())
+                      for label, tensor in numerics.flatten_outputs(result, "output")
+                      if _on_kiln(tensor)]
+            call = (func, name, cpu_args, cpu_kwargs, actual,
+                    _backward_source() or _forward_source())
+            if threading.current_thread() is threading.main_thread():
+                self._compare(*call)
+            else:
+                # The autograd engine's kiln thread: a CPU op run here would
+                # start a second OpenMP team, which slows every CPU op in the
+                # process afterwards (docs/library_path.md). Compare after the
+                # step, on the main thread.
+                self.pending.append(call)
         return result
 
-    def _compare(self, func, name, cpu_args, cpu_kwargs, result):
+    def finish(self):
+        """Compares the ops deferred from other threads; call after the step."""
+        pending, self.pending = self.pending, []
+        for call in pending:
+            self._compare(*call)
+
+    def _compare(self, func, name, cpu_args, cpu_kwargs, actual_outputs, source):
         try:
             expected = func(*cpu_args, **cpu_kwargs)
         except Exception as error:  # noqa: BLE001: an op the CPU refuses is reported, not fatal
             self.compare_errors.append(f"{name}: {type(error).__name__}: {error}")
             return
-        actual_outputs = numerics.flatten_outputs(result, "output")
-        expected_outputs = numerics.flatten_outputs(expected, "output")
+        expected_outputs = dict(numerics.flatten_outputs(expected, "output"))
         self.ops_compared += 1
-        for (label, actual), (_, reference) in zip(actual_outputs, expected_outputs):
-            if not _on_kiln(actual):
+        for label, actual in actual_outputs:
+            if label not in expected_outputs:
                 continue
-            check = numerics.compare(f"{name} {label}", "op", self.mode, actual, reference)
+            check = numerics.compare(f"{name} {label}", "op", self.mode, actual,
+                                     expected_outputs[label])
             if not check["passed"]:
-                source = _backward_source() or _forward_source()
                 if source:
                     check["note"] = "; ".join(filter(None, (check["note"], f"called from {source}")))
                 self.op_failures.append(check)

@@ -15,20 +15,15 @@ from .workload import EvaluationInputError, Workload, as_workload, parse_sweep
 EXIT_OK, EXIT_FAILED, EXIT_STRICT = 0, 1, 3
 
 
+@contextlib.contextmanager
 def _progress_bar(enabled, total):
+    """Gives advance(steps): a tqdm bar on stderr, or nothing."""
     if not enabled:
-        return contextlib.nullcontext(lambda steps: None)
+        yield lambda steps: None
+        return
     from tqdm import tqdm
-    bar = tqdm(total=total, desc="kiln-eval", unit="step", file=sys.stderr, leave=False)
-
-    @contextlib.contextmanager
-    def managed():
-        try:
-            yield lambda steps, text=None: (bar.set_postfix_str(text) if text else None,
-                                            bar.update(steps))
-        finally:
-            bar.close()
-    return managed()
+    with tqdm(total=total, desc="kiln-eval", unit="step", file=sys.stderr, leave=False) as bar:
+        yield bar.update
 
 
 def _make_batches(workload, count, seed):

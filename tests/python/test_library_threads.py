@@ -74,7 +74,7 @@ def threads():
     # carries their names.
     names = [open(f"/proc/self/task/{task}/comm").read().strip()
              for task in os.listdir("/proc/self/task")]
-    return sum(name.startswith(("kiln-stream", "pt_autograd")) for name in names)
+    return sum(name.startswith(("kiln-stream", "kiln-pool", "pt_autograd")) for name in names)
 
 def large_work(device):
     images = torch.randn(32, 16, 32, 32, device=device, requires_grad=True)
@@ -84,7 +84,7 @@ def large_work(device):
     outputs.square().sum().backward()
     (torch.randn(256, 256, device=device) @ torch.randn(256, 256, device=device)).sum().item()
 
-# Start the stream worker and the autograd engine's kiln thread.
+# Start the stream worker, the pool and the autograd engine's kiln thread.
 large_work("cpu")
 small = torch.randn(4, device="kiln", requires_grad=True)
 (small * 2).sum().backward()
@@ -111,5 +111,6 @@ def test_large_library_calls_start_no_second_openmp_team():
                                text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr
     before, after = map(int, completed.stdout.split())
-    assert before == 2, "expected one stream worker and one autograd thread"
+    pool = os.cpu_count() - 1
+    assert before == 2 + pool, "expected a stream worker, an autograd thread and the pool"
     assert after == before, f"{after - before} threads started by kiln's large library calls"

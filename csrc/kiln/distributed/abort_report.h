@@ -13,9 +13,9 @@
 
 namespace kiln::torch_integration::distributed {
 
-// Records `name` with the group rank and size and the first tensor's dtype
-// and shape as the collective this process started last. Cheap: one short
-// formatted string under a mutex.
+// Records `name` (a string literal) with the group rank and size and the
+// first tensor's dtype and shape as the collective this process started
+// last. Cheap: a few stores under a mutex; the text is made only on abort.
 void note_collective(const char* name, int rank, int size, const at::Tensor* first);
 
 // Installs the terminate handler once per process (later calls do nothing).

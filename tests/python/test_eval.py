@@ -253,3 +253,13 @@ def test_the_evaluation_starts_no_openmp_team_on_kiln_threads():
                                timeout=300)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split()[-1] == "2"  # the autograd thread and the stream worker
+
+
+def test_json_to_stdout_is_the_json_alone(tmp_path, capsys):
+    status = main([CUSTOM_OPS + ":build_cpu_only", "--steps", "1", "--warmup", "0", "--quiet",
+                   "--no-op-check", "--output", str(tmp_path), "--json", "-"])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # nothing but the report
+    assert status == report["verdict"]["exit_status"] == 0
+    assert report["ops"]["fallback"][0]["op"] == "kiln_eval_test::cpu_only_square"
+    assert "kiln-eval:" in captured.err and "reports:" in captured.err

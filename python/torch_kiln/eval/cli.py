@@ -69,7 +69,8 @@ def main(argv=None):
     parser.add_argument("--modes", default="cpu_eager,kiln_eager,kiln_compiled",
                         help="modes to run (cpu_eager is always the reference)")
     parser.add_argument("--output", help="report folder (default kiln-eval-reports/<model>)")
-    parser.add_argument("--json", help="also write the JSON report here ('-' prints it)")
+    parser.add_argument("--json", help="also write the JSON report here ('-': print it alone on "
+                        "stdout, the summary on stderr)")
     parser.add_argument("--strict", action="store_true", help="exit 3 when any op fell back")
     parser.add_argument("--no-op-check", action="store_true",
                         help="skip the audited step that compares each op with the CPU")
@@ -88,8 +89,10 @@ def main(argv=None):
     directory = args.output or os.path.join("kiln-eval-reports", report["model"]["name"])
     json_path = None if args.json in (None, "-") else args.json
     paths = write_reports(report, directory, json_path)
-    print(render_summary(report))
-    print(f"\nreports: {paths['markdown']}, {paths['html']}, {paths['json']}")
+    # With --json -, stdout carries the JSON alone and the summary goes to stderr.
+    summary = sys.stderr if args.json == "-" else sys.stdout
+    print(render_summary(report), file=summary)
+    print(f"\nreports: {paths['markdown']}, {paths['html']}, {paths['json']}", file=summary)
     if args.json == "-":
         print(json.dumps(_json_safe(report), indent=2))
     return report["verdict"]["exit_status"]

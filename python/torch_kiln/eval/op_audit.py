@@ -37,7 +37,7 @@ _UNCOMPARED = {"aten::empty", "aten::empty_strided", "aten::new_empty",
                "aten::_local_scalar_dense"}
 
 
-def _is_user_file(path):
+def is_user_file(path):
     return not (path.startswith(_PACKAGE_DIRECTORIES) or path.startswith(_STANDARD_LIBRARY)
                 or path.startswith("<"))
 
@@ -51,7 +51,7 @@ def _describe(path, line, function):
 def _forward_source():
     """The innermost user frame of the current Python stack, or None."""
     for frame in reversed(traceback.extract_stack()):
-        if _is_user_file(frame.filename):
+        if is_user_file(frame.filename):
             return _describe(frame.filename, frame.lineno, frame.name)
     return None
 
@@ -63,7 +63,7 @@ def _backward_source():
         return None
     for entry in reversed(node.metadata.get("traceback_", [])):
         match = _FRAME.search(entry)
-        if match and _is_user_file(match["file"]):
+        if match and is_user_file(match["file"]):
             return "backward of " + _describe(match["file"], match["line"], match["function"])
     return f"backward ({node.name()})"
 

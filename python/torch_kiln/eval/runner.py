@@ -16,6 +16,8 @@ from .. import _C
 from .. import compile as kiln_compile
 from ..compiler import compiler_stats
 from ..compile.graph_lowering import UnsupportedOperatorError
+from .numerics import flatten_outputs
+from .op_audit import is_user_file
 
 MODES = ("cpu_eager", "kiln_eager", "kiln_compiled")
 ROUNDS = 3               # the timed steps are split into rounds in which the modes take turns
@@ -52,7 +54,6 @@ def describe_optimizer(optimizer):
 
 def surrogate_loss(outputs):
     """Without a loss, backward runs from the sum of the floating outputs."""
-    from .numerics import flatten_outputs
     floating = [tensor for _, tensor in flatten_outputs(outputs)
                 if tensor.is_floating_point() and tensor.requires_grad]
     return sum(tensor.float().sum() for tensor in floating) if floating else None
@@ -135,9 +136,8 @@ def empty_mode_report(status="skipped", error=None):
 
 def describe_error(error):
     """The exception as one paragraph: type, message and the innermost user frame."""
-    from .op_audit import _is_user_file
     frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if _is_user_file(frame.filename)]
+              if is_user_file(frame.filename)]
     where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" \
         if frames else ""
     return f"{type(error).__name__}: {error}{where}"

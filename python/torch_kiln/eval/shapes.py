@@ -31,7 +31,7 @@ def _outputs_tuple(outputs):
     return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
 
 
-def _count(model, batches, keyword, progress):
+def _count(model, batches, progress):
     """[(value, recompiled)] and (recompiles, programs) for forward passes of
     the compiled `model` over `batches` ([(value, inputs)])."""
     per_value = []
@@ -79,13 +79,13 @@ def sweep(workload, keyword, values, buckets=None, seed=0, progress=lambda steps
             torch._dynamo.reset()
             compiled = torch.compile(model, backend="kiln", dynamic=False)
             plain, result["recompiles"], result["programs"] = _count(
-                compiled, device_batches, keyword, progress)
+                compiled, device_batches, progress)
             torch._dynamo.reset()
             bucketed = bucketing.Bucketed(torch.compile(model, backend="kiln", dynamic=False),
                                           buckets, dim=dim, argument=argument,
                                           output_dim=output_dim)
             padded, result["bucketed_recompiles"], result["bucketed_programs"] = _count(
-                bucketed, device_batches, keyword, progress)
+                bucketed, device_batches, progress)
         result["per_value"] = [
             {"value": value, "recompiled": recompiled,
              "bucket": bucketing.bucket_for(inputs[argument].shape[dim], buckets),

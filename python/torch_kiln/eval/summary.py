@@ -1,21 +1,8 @@
 """The terminal summary of a kiln-eval report."""
+from .report_format import format_bytes, format_duration, format_range
+
 MODE_TITLES = {"cpu_eager": "CPU eager", "kiln_eager": "kiln eager",
                "kiln_compiled": "kiln compiled"}
-
-
-def _milliseconds(seconds):
-    if seconds is None:
-        return "-"
-    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
-
-
-def _bytes(count):
-    if count is None:
-        return "-"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= size:
-            return f"{count / size:.1f} {unit}"
-    return f"{count} B"
 
 
 def render_summary(report):
@@ -28,14 +15,13 @@ def render_summary(report):
              f"{'mode':<14} {'status':<8} {'first step':>11} {'median':>10} {'min-max':>19} "
              f"{'vs CPU':>7} {'kernels':>8} {'graphs':>7} {'peak memory':>12}"]
     for mode, run in report["modes"].items():
-        spread = "-" if run["min_step_seconds"] is None else \
-            f"{_milliseconds(run['min_step_seconds'])}-{_milliseconds(run['max_step_seconds'])}"
+        spread = format_range(run["min_step_seconds"], run["max_step_seconds"])
         speed = "-" if run["speedup_vs_cpu"] is None else f"{run['speedup_vs_cpu']:.2f}x"
         lines.append(f"{MODE_TITLES[mode]:<14} {run['status']:<8} "
-                     f"{_milliseconds(run['first_step_seconds']):>11} "
-                     f"{_milliseconds(run['median_step_seconds']):>10} {spread:>19} {speed:>7} "
+                     f"{format_duration(run['first_step_seconds']):>11} "
+                     f"{format_duration(run['median_step_seconds']):>10} {spread:>19} {speed:>7} "
                      f"{run['kernels_compiled']:>8} {run['graphs_compiled']:>7} "
-                     f"{_bytes(run['peak_memory_bytes']):>12}")
+                     f"{format_bytes(run['peak_memory_bytes']):>12}")
     ops = report["ops"]
     by_path = ops["by_path"]
     lines += ["", f"ops on kiln (eager): {ops['total_calls']} calls, "

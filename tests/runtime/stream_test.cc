@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -428,6 +429,112 @@ TEST(StreamLaunch, InlineExceptionBecomesAStatus) {
   });
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.message().find("thrown"), std::string::npos);
+}
+
+
+TEST(StreamInlineRegion, HoldsAnIdleStreamAndRunsEveryLaunchInTheCaller) {
+  Stream stream(0, 1, false);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::thread::id> ran_on;
+  {
+    Stream::InlineRegion region(stream);
+    ASSERT_TRUE(region.held());
+    EXPECT_FALSE(stream.query());  // held: busy for everyone else
+    // Large work, a plain enqueue and a synchronous run all run at once, in order.
+    ASSERT_TRUE(stream.launch("test::large", size_t{1} << 30, [&] {
+      ran_on.push_back(std::this_thread::get_id());
+      return Status();
+    }).ok());
+    ASSERT_TRUE(stream.enqueue("test::queued", [&] {
+      ran_on.push_back(std::this_thread::get_id());
+      return Status();
+    }).ok());
+    ASSERT_EQ(ran_on.size(), 2u);
+    ASSERT_TRUE(stream.run_synchronously("test::sync", [&] {
+      ran_on.push_back(std::this_thread::get_id());
+      return Status();
+    }).ok());
+    EXPECT_TRUE(stream.synchronize().ok());  // returns at once: nothing of this thread is pending
+  }
+  EXPECT_EQ(ran_on, (std::vector<std::thread::id>{caller, caller, caller}));
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(StreamInlineRegion, IsNotHeldOnABusyStream) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  ASSERT_TRUE(stream.enqueue("test::held", [&] {
+    gate.wait();
+    return Status();
+  }).ok());
+  std::atomic<bool> ran{false};
+  {
+    Stream::InlineRegion region(stream);
+    EXPECT_FALSE(region.held());
+    // Launches queue behind the held work, as without a region.
+    ASSERT_TRUE(stream.launch("test::after", 0, [&] {
+      ran = true;
+      return Status();
+    }).ok());
+    EXPECT_FALSE(ran.load());
+  }
+  gate.open();
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(StreamInlineRegion, WorkOfOtherThreadsWaitsForTheRegion) {
+  Stream stream(0, 1, false);
+  std::vector<int> order;
+  std::mutex order_mutex;
+  auto note = [&](int value) {
+    std::lock_guard<std::mutex> lock(order_mutex);
+    order.push_back(value);
+  };
+  {
+    Stream::InlineRegion region(stream);
+    ASSERT_TRUE(region.held());
+    std::thread other([&] {
+      ASSERT_TRUE(stream.enqueue("test::other", [&] {
+        note(2);
+        return Status();
+      }).ok());
+    });
+    other.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the worker must not take it meanwhile
+    ASSERT_TRUE(stream.launch("test::mine", 0, [&] {
+      note(1);
+      return Status();
+    }).ok());
+  }
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(StreamInlineRegion, FailureInsideIsReturnedAtTheLaunchNamingTheOp) {
+  Stream stream(0, 1, false);
+  {
+    Stream::InlineRegion region(stream);
+    ASSERT_TRUE(region.held());
+    Status status = stream.launch("test::broken", size_t{1} << 30, [] { return internal_error("no good"); });
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("test::broken"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("no good"), std::string::npos) << status.message();
+  }
+  EXPECT_TRUE(stream.synchronize().ok());  // nothing deferred: the stream is clean
+}
+
+TEST(StreamInlineRegion, OneRegionPerThread) {
+  Stream first(0, 1, false), second(0, 2, false);
+  Stream::InlineRegion outer(first);
+  ASSERT_TRUE(outer.held());
+  {
+    Stream::InlineRegion inner(second);
+    EXPECT_FALSE(inner.held());
+    Stream::InlineRegion again(first);
+    EXPECT_FALSE(again.held());
+  }
+  EXPECT_FALSE(first.query());  // still held by `outer`
 }
 
 }  // namespace

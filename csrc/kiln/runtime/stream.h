@@ -13,6 +13,14 @@
 // worker that ran out of work spins for a few microseconds before sleeping, so
 // a burst of launches does not pay a thread wake-up each.
 //
+// An InlineRegion lets one thread run a sequence of launches itself: it
+// claims the stream only when the stream is idle, and while it holds it every
+// launch, enqueue and synchronous run of that thread on the stream runs at
+// once in that thread, in program order. A compiled program runs this way
+// (program.cc): no hand-off to the worker per step, and its library calls run
+// on the caller's thread, the one whose OpenMP team PyTorch's own CPU ops use.
+// Work other threads enqueue meanwhile waits for the region to end.
+//
 // Thread-safety: all methods may be called from any thread. Work items must
 // not enqueue onto or synchronize their own stream.
 #pragma once
@@ -61,6 +69,10 @@ class Stream {
   static constexpr size_t kInlineLaunchBytes = size_t{32} << 10;
   template <typename Function>
   Status launch(const char* name, size_t bytes, Function&& work) {
+    if (held_by_this_thread()) {
+      Status status = run_inline(work);
+      return status.ok() ? status : with_stream_context(name, status);
+    }
     if (bytes <= kInlineLaunchBytes && try_begin_inline()) {
       Status status = run_inline(work);
       end_inline();
@@ -75,6 +87,11 @@ class Stream {
   // pass work that refers to its locals, copying them only when it enqueues.
   template <typename Function>
   bool run_inline_if_idle(const char* name, size_t bytes, Function&& work, Status& status) {
+    if (held_by_this_thread()) {
+      status = run_inline(work);
+      if (!status.ok()) status = with_stream_context(name, status);
+      return true;
+    }
     if (bytes > kInlineLaunchBytes || !try_begin_inline()) return false;
     status = run_inline(work);
     end_inline();
@@ -83,8 +100,29 @@ class Stream {
   }
 
   // Waits until every queued item has run. Returns (and clears) the first
-  // failure since the last synchronize.
+  // failure since the last synchronize. In the thread that holds an
+  // InlineRegion on this stream, everything it launched has already run, so it
+  // returns at once (work of other threads waits for the region to end).
   Status synchronize();
+
+  // Holds the stream for the calling thread while it is idle; see the note at
+  // the top. held() is false, and nothing changes, when the stream had work
+  // queued or running, a failure pending, or the thread already holds a region; the
+  // caller then launches as usual. The thread must not wait for other
+  // threads' work on this stream while it holds it.
+  class InlineRegion {
+   public:
+    explicit InlineRegion(Stream& stream);
+    ~InlineRegion();
+    InlineRegion(const InlineRegion&) = delete;
+    InlineRegion& operator=(const InlineRegion&) = delete;
+    bool held() const { return held_; }
+
+   private:
+    Stream& stream_;
+    Stream* previous_;
+    bool held_ = false;
+  };
 
   // True when no queued work remains.
   bool query() const;
@@ -94,6 +132,10 @@ class Stream {
     const char* name;
     Work work;
   };
+
+  // The stream this thread holds through an InlineRegion, or null.
+  static thread_local Stream* held_stream_;
+  bool held_by_this_thread() const { return held_stream_ == this; }
 
   // Claims the idle stream for work run in the caller; false if anything is
   // queued or running, or a failure is pending.

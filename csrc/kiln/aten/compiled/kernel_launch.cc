@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include <ATen/Parallel.h>
+
+#include "kiln/aten/library/library_threads.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/codegen/c_source.h"
 #include "kiln/compiler/kernel_cache.h"
@@ -38,6 +41,20 @@ void run_blocks(void* context, int64_t begin, int64_t end) {
   call->entry(call->args, begin * call->block, std::min(end * call->block, call->positions));
 }
 
+// Splits [0, total) over threads. On the process's initial thread (a
+// compiled program running inline, Stream::InlineRegion) the pieces go to
+// that thread's OpenMP team, the one PyTorch's CPU kernels and Kiln's library
+// calls use there: Kiln's own pool beside it would make two sets of threads
+// spin for the same cores (a max_pool2d after a convolution took 3x longer).
+// Elsewhere (the stream's worker) Kiln's pool runs them.
+void parallel_over(int64_t total, int64_t grain, ThreadPool::RangeFunction function, void* context) {
+  if (library::on_initial_thread()) {
+    at::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) { function(context, begin, end); });
+    return;
+  }
+  ThreadPool::instance().parallel_for(total, grain, function, context);
+}
+
 void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
   int64_t cost = std::max<int64_t>(shape.cost_per_position, 1);
   if (shape.positions * cost < 2 * kGrainElements) {
@@ -52,13 +69,12 @@ void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
     }
     BlockCall call{entry, &args, block, shape.positions};
     int64_t grain = std::max<int64_t>(kGrainElements / (cost * block), 1);
-    ThreadPool::instance().parallel_for((shape.positions + block - 1) / block, grain, &run_blocks,
-                                        &call);
+    parallel_over((shape.positions + block - 1) / block, grain, &run_blocks, &call);
     return;
   }
   RangeCall call{entry, &args};
   int64_t grain = std::max<int64_t>(kGrainElements / cost, 1);
-  ThreadPool::instance().parallel_for(shape.positions, grain, &run_range, &call);
+  parallel_over(shape.positions, grain, &run_range, &call);
 }
 
 }  // namespace

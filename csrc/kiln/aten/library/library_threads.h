@@ -22,7 +22,6 @@
 // batch_norm of 16x16x8x8 took 208 us instead of 24 us, with six futex
 // sleeps per call: Kiln slowed the user's own CPU work in the same process
 // 3-8x. Large calls on other threads therefore run on that thread alone too.
-bool on_initial_thread();
 #pragma once
 
 #include <cstddef>
@@ -47,6 +46,10 @@ inline size_t launch_bytes(bool small, size_t bytes) { return small ? 0 : bytes;
 
 // 2*m*n*k*batches: the floating-point operations of a (batched) matmul.
 double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n);
+
+// Whether the calling thread is the process's initial thread, the one whose
+// OpenMP team PyTorch's CPU ops use (see above).
+bool on_initial_thread();
 
 // Set for the duration of one library call, on the thread that runs it.
 class LibraryThreadScope {

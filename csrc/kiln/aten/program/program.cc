@@ -10,6 +10,7 @@
 #include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/program/fused_launch.h"
 #include "kiln/base/hash.h"
+#include "kiln/c10/device_guard.h"
 #include "kiln/compiler/passes/dead_code.h"
 #include "kiln/compiler/passes/memory_plan.h"
 
@@ -167,6 +168,11 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
               " tensors, got ", inputs.size());
   std::vector<at::Tensor> values(graph.values.size());
   for (size_t i = 0; i < inputs.size(); ++i) values[graph.inputs[i]] = inputs[i];
+  // On an idle stream the whole program runs in this thread (see
+  // Stream::InlineRegion): its steps need no hand-off to the stream's worker,
+  // and its library calls may use the OpenMP team of the process's initial
+  // thread. On a busy stream each step is launched as eager ops are.
+  Stream::InlineRegion region(current_runtime_stream(description_.device_index));
   at::Tensor arena;
   if (statistics_.arena_bytes > 0) {
     arena = at::empty({statistics_.arena_bytes}, at::TensorOptions().dtype(at::kByte).device(

@@ -59,6 +59,35 @@ TEST(GraphPasses, BroadcastOutputStartsANewKernel) {
   EXPECT_EQ(fusion.kernels[1].inputs, (Values{small, matrix}));
 }
 
+TEST(GraphPasses, IndependentKernelsJoinedByOneNodeMergeIntoOne) {
+  // As (a > b) | isnan(a): two open kernels of one shape, then their join.
+  GraphMaker maker;
+  GraphValueId a = maker.input(kMatrix), b = maker.input(kMatrix);
+  GraphValueId greater = maker.pointwise({a, b}, OpCode::kGreater);
+  GraphValueId other = maker.pointwise({a, a}, OpCode::kMultiply);
+  GraphValueId joined = maker.pointwise({greater, other});
+  maker.output(joined);
+  FusionResult fusion = checked_fuse(maker.graph);
+  ASSERT_EQ(fusion.kernels.size(), 1u) << print_fusion(maker.graph, fusion);
+  EXPECT_EQ(fusion.kernels[0].nodes, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(fusion.kernels[0].inputs, (Values{a, b}));
+  EXPECT_EQ(fusion.kernels[0].outputs, (Values{joined}));
+}
+
+TEST(GraphPasses, KernelReadByACallDoesNotMerge) {
+  GraphMaker maker;
+  GraphValueId a = maker.input(kMatrix), b = maker.input(kMatrix);
+  GraphValueId first = maker.pointwise({a, b});
+  GraphValueId second = maker.pointwise({a, a}, OpCode::kMultiply);
+  GraphValueId called = maker.extern_call({first}, {kMatrix})[0];  // reads first: its kernel is closed
+  GraphValueId joined = maker.pointwise({first, second, called});
+  maker.output(joined);
+  FusionResult fusion = checked_fuse(maker.graph);
+  ASSERT_EQ(fusion.kernels.size(), 2u) << print_fusion(maker.graph, fusion);
+  EXPECT_EQ(fusion.kernels[0].nodes, (std::vector<int>{0}));
+  EXPECT_EQ(fusion.kernels[1].nodes, (std::vector<int>{1, 3}));
+}
+
 TEST(GraphPasses, PointwiseChainReadOnlyByAReductionBecomesItsPrologue) {
   GraphMaker maker;
   GraphValueId a = maker.input(kMatrix), b = maker.input(kMatrix);

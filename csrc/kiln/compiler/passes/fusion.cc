@@ -40,8 +40,10 @@ class Fuser {
     FusionResult result;
     std::map<int, ProgramStep> steps_by_position;
     for (size_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].nodes.empty()) continue;  // merged into another
+      steps_by_position[groups_[g].nodes.back()] = {ProgramStep::Kind::kKernel,
+                                                    static_cast<int>(result.kernels.size())};
       result.kernels.push_back(build_kernel(groups_[g]));
-      steps_by_position[groups_[g].nodes.back()] = {ProgramStep::Kind::kKernel, static_cast<int>(g)};
     }
     for (int n : externs_) steps_by_position[n] = {ProgramStep::Kind::kExtern, n};
     for (auto& [position, step] : steps_by_position) result.steps.push_back(step);
@@ -73,6 +75,10 @@ class Fuser {
   size_t operand_count(const Group& group, int extra) const {
     std::vector<int> members = group.nodes;
     members.push_back(extra);
+    return operand_count(members);
+  }
+
+  size_t operand_count(const std::vector<int>& members) const {
     auto member = [&](int node) { return std::find(members.begin(), members.end(), node) != members.end(); };
     std::vector<GraphValueId> inputs;
     size_t stored = 0;
@@ -97,6 +103,19 @@ class Fuser {
   void join(int node, int group) {
     groups_[group].nodes.push_back(node);
     group_of_[node] = group;
+  }
+
+  // Moves the nodes of open pointwise group `from` into `into`, keeping graph
+  // order; `from` is left empty and builds no kernel. Legal for an open group:
+  // nothing outside it has read its values yet, so computing them later, at
+  // `into`'s place, changes nothing another step sees.
+  void merge(int from, int into) {
+    std::vector<int>& nodes = groups_[into].nodes;
+    for (int node : groups_[from].nodes) group_of_[node] = into;
+    nodes.insert(nodes.end(), groups_[from].nodes.begin(), groups_[from].nodes.end());
+    std::sort(nodes.begin(), nodes.end());
+    groups_[from].nodes.clear();
+    groups_[from].sealed = true;
   }
 
   void place(int n) {
@@ -186,6 +205,23 @@ class Fuser {
             fits_operands(group, n)) {
           chosen = group;
         }
+      }
+    }
+    if (chosen >= 0 && groups_[chosen].kind == ir::KernelKind::kPointwise) {
+      // Other open kernels of the same shape that this node reads join it
+      // too, so independent parts of one expression (a > b and isnan(a),
+      // then their or) become one kernel instead of sealing each other.
+      for (GraphValueId input : node.inputs) {
+        const int group = group_of_value(input);
+        if (group < 0 || group == chosen || groups_[group].sealed ||
+            groups_[group].kind != ir::KernelKind::kPointwise || groups_[group].sizes != sizes ||
+            graph_.values[input].sizes != sizes) {
+          continue;
+        }
+        std::vector<int> members = groups_[chosen].nodes;
+        members.insert(members.end(), groups_[group].nodes.begin(), groups_[group].nodes.end());
+        members.push_back(n);
+        if (operand_count(members) <= static_cast<size_t>(ir::kMaxOperands)) merge(group, chosen);
       }
     }
     seal_producers(node, chosen);

@@ -21,6 +21,7 @@ import torch
 
 from .. import _C
 from . import program_cache, statistics
+from .decompositions import decompositions
 from .graph_lowering import UnsupportedOperatorError, lower_graph
 
 OPTIONS = {"fallback": ("error", "eager")}
@@ -140,11 +141,6 @@ class _Runner:
         return [results[index] if kind == "value" else index for kind, index in self.outputs]
 
 
-def _decompositions():
-    from torch._decomp import core_aten_decompositions
-    return core_aten_decompositions()
-
-
 def kiln(gm, example_inputs, mode=None, options=None):
     """The torch.compile backend. `options`: {"fallback": "error" | "eager"}."""
     from torch._dynamo.backends.common import aot_autograd
@@ -158,7 +154,7 @@ def kiln(gm, example_inputs, mode=None, options=None):
         fw_compiler=compiler,
         bw_compiler=functools.partial(_compile_graph, "backward", options),
         inference_compiler=functools.partial(_compile_graph, "inference", options),
-        decompositions=_decompositions(),
+        decompositions=decompositions(),
         keep_inference_input_mutations=True,
     )(gm, example_inputs)
 

@@ -1,0 +1,103 @@
+"""The decompositions the kiln backend hands AOTAutograd: PyTorch's core ATen
+set, plus a few ops whose parts Kiln's graph compiler fuses better than its
+eager kernel runs the whole op.
+
+- Batch norm (inference and training) becomes a mean and a variance, which
+  are reductions, and pointwise arithmetic, which fuses with the ReLU after it
+  into one pass over the activations; PyTorch's own decompositions, the ones
+  Inductor uses.
+- max_pool2d_with_indices with non-overlapping windows (stride = kernel, no
+  padding or dilation, the common 2x2 pool), in floating point, becomes a
+  pointwise scan over the window's taps, each a strided view of the input:
+  one fused kernel, which also fuses with the ReLU before it. The scan is
+  ATen's, so values and indices match its kernel exactly: a tap replaces the
+  running maximum when greater or NaN, and the index is that tap's offset in
+  its input plane. Where the indices are not used (inference), the program
+  computes none. Other pools stay one call of Kiln's kernel.
+"""
+import functools
+
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+aten = torch.ops.aten
+
+_FROM_PYTORCH = [
+    aten._native_batch_norm_legit_no_training.default,
+    aten._native_batch_norm_legit_functional.default,
+    aten._native_batch_norm_legit.default,
+    aten._native_batch_norm_legit.no_stats,
+    aten.native_batch_norm.default,
+]
+
+
+def var_mean(input, dim=None, *, correction=None, keepdim=False):
+    """Two passes, as ATen's CPU kernels: the mean, then the mean of squared
+    differences from it. Both are reductions the graph compiler fuses the
+    subtraction and square into. (PyTorch's own decomposition is written in
+    prims, which the graph lowering does not take.)"""
+    if not input.dtype.is_floating_point:
+        return NotImplemented
+    dims = list(range(input.dim())) if dim is None or len(dim) == 0 else [d % max(input.dim(), 1) for d in dim]
+    count = 1
+    for d in dims:
+        count *= input.shape[d]
+    correction = 1 if correction is None else correction
+    mean = torch.mean(input, dims, keepdim=True)
+    squares = torch.sum(torch.square(input - mean), dims, keepdim=keepdim)
+    variance = squares / max(count - correction, 0)
+    return variance, (mean if keepdim else torch.squeeze(mean, dims))
+
+
+def _pair(values, default=None):
+    if values is None or len(values) == 0:
+        return default
+    return (values[0], values[0]) if len(values) == 1 else (values[0], values[1])
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """ATen's max_pool2d_with_indices for non-overlapping windows, as a scan
+    over strided views; NotImplemented (Kiln's kernel runs) otherwise."""
+    kernel = _pair(kernel_size)
+    strides = _pair(stride, kernel)
+    paddings = _pair(padding if isinstance(padding, (list, tuple)) else [padding])
+    dilations = _pair(dilation if isinstance(dilation, (list, tuple)) else [dilation])
+    if (not input.dtype.is_floating_point or input.dim() not in (3, 4) or strides != kernel
+            or paddings != (0, 0) or dilations != (1, 1) or ceil_mode
+            or not input.is_contiguous()):
+        return NotImplemented
+    height, width = input.shape[-2], input.shape[-1]
+    output_height, output_width = height // kernel[0], width // kernel[1]
+    if output_height == 0 or output_width == 0 or input.numel() == 0:
+        return NotImplemented
+    # Every tap's view first, then the scan: the graph compiler fuses a
+    # chain of pointwise ops that no other call interrupts.
+    taps, offsets = [], []
+    rows = torch.arange(output_height, device=input.device) * kernel[0]
+    columns = torch.arange(output_width, device=input.device) * kernel[1]
+    for row in range(kernel[0]):
+        for column in range(kernel[1]):
+            taps.append(input[..., row:row + kernel[0] * output_height:kernel[0],
+                              column:column + kernel[1] * output_width:kernel[1]])
+            # The tap's offset in its plane: (oh * kh + row) * W + ow * kw + column.
+            offsets.append(((rows + row) * width)[:, None] + (columns + column))
+    best, index = taps[0], offsets[0].expand(taps[0].shape)
+    for tap, offset in zip(taps[1:], offsets[1:]):
+        better = (tap > best) | torch.isnan(tap)
+        best = torch.where(better, tap, best)
+        index = torch.where(better, offset, index)
+    return best.contiguous(), index.contiguous()
+
+
+@functools.lru_cache(maxsize=None)
+def _table():
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(_FROM_PYTORCH))
+    table[aten.max_pool2d_with_indices.default] = max_pool2d_with_indices
+    table[aten.var_mean.correction] = var_mean
+    return table
+
+
+def decompositions():
+    """The table for aot_autograd (a copy: callers may add to it)."""
+    return dict(_table())

@@ -1,0 +1,144 @@
+"""The kiln backend's own decompositions (torch_kiln/compile/decompositions.py):
+max_pool2d_with_indices with non-overlapping windows as a scan over strided
+views, var_mean in two passes, and batch norm through PyTorch's
+decompositions. Each is compared with ATen's CPU kernel, directly (on CPU
+tensors) and through torch.compile on kiln, where values and indices must be
+exactly ATen's."""
+import math
+
+import pytest
+import torch
+from torch.nn import functional
+
+import torch_kiln
+from torch_kiln.compile import decompositions
+
+aten = torch.ops.aten
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch_kiln.reset_compile_stats()
+    yield
+    torch._dynamo.reset()
+
+
+def pool_input(shape, dtype=torch.float32, seed=0):
+    """Values with ties, NaNs, infinities and all-lowest windows, where a
+    scan's order decides the index."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(-3, 4, shape, generator=generator).to(dtype)  # many ties
+    flat = x.view(-1)
+    count = flat.numel()
+    if count >= 16:
+        flat[1::7] = float("nan")
+        flat[2::11] = float("-inf")
+        flat[3::13] = float("inf")
+        flat[:4] = float("-inf")  # one whole first window at the lowest value
+    return x
+
+
+POOL_CASES = [
+    ((2, 3, 8, 8), (2, 2)),
+    ((2, 3, 9, 7), (2, 2)),      # odd sizes: the last row and column are dropped
+    ((3, 6, 6), (3, 3)),         # no batch dim
+    ((1, 2, 8, 12), (2, 3)),     # a rectangular window
+    ((1, 1, 4, 4), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("shape,kernel", POOL_CASES)
+def test_max_pool_decomposition_is_atens_scan(shape, kernel):
+    x = pool_input(shape)
+    expected = aten.max_pool2d_with_indices(x, list(kernel), list(kernel))
+    values, indices = decompositions.max_pool2d_with_indices(x, list(kernel), list(kernel))
+    torch.testing.assert_close(values, expected[0], equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(indices, expected[1])
+
+
+@pytest.mark.parametrize("arguments", [
+    dict(kernel_size=[3, 3], stride=[2, 2]),              # overlapping windows
+    dict(kernel_size=[2, 2], stride=[2, 2], padding=[1, 1]),
+    dict(kernel_size=[2, 2], stride=[2, 2], dilation=[2, 2]),
+    dict(kernel_size=[2, 2], stride=[2, 2], ceil_mode=True),
+])
+def test_other_pools_are_left_to_the_kernel(arguments):
+    assert decompositions.max_pool2d_with_indices(torch.randn(1, 1, 8, 8), **arguments) is NotImplemented
+
+
+def test_integer_and_non_contiguous_inputs_are_left_to_the_kernel():
+    assert decompositions.max_pool2d_with_indices(torch.ones(1, 1, 4, 4, dtype=torch.int64), [2, 2]) \
+        is NotImplemented
+    channels_last = torch.randn(1, 3, 4, 4).to(memory_format=torch.channels_last)
+    assert decompositions.max_pool2d_with_indices(channels_last, [2, 2]) is NotImplemented
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_compiled_max_pool_matches_the_cpu_with_indices_and_gradient(dtype):
+    def pool(x):
+        return functional.max_pool2d(x, 2, return_indices=True)
+
+    x = pool_input((2, 4, 10, 6), dtype)
+    x_kiln = x.to("kiln").requires_grad_()
+    values, indices = torch.compile(pool, backend="kiln")(x_kiln)
+    expected_values, expected_indices = pool(x.clone().requires_grad_())
+    torch.testing.assert_close(values.cpu(), expected_values.detach(), equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(indices.cpu(), expected_indices)
+
+    # The backward scatters through the decomposition's indices.
+    finite = torch.randn(2, 4, 10, 6, generator=torch.Generator().manual_seed(1)).to(dtype)
+    compiled = torch.compile(lambda t: functional.max_pool2d(t, 2).square().sum(), backend="kiln")
+    cpu_input, kiln_input = finite.clone().requires_grad_(), finite.to("kiln").requires_grad_()
+    (functional.max_pool2d(cpu_input, 2).square().sum()).backward()
+    compiled(kiln_input).backward()
+    torch.testing.assert_close(kiln_input.grad.cpu(), cpu_input.grad)
+
+
+def test_compiled_pool_after_relu_runs_in_one_kernel_without_the_pool_kernel():
+    def block(x):
+        return functional.max_pool2d(torch.relu(x), 2)
+
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        result = torch.compile(block, backend="kiln")(x.to("kiln"))
+    torch.testing.assert_close(result.cpu(), block(x), rtol=0, atol=0)
+    stats = torch_kiln.compile_stats()
+    # The ReLU and the four-tap scan: two kernels (the taps are views of the
+    # ReLU's result), and the views are the only calls: two slices per tap.
+    assert stats["kernels"] == 2, stats
+    assert stats["extern_calls"] == 8, stats
+
+
+@pytest.mark.parametrize("dims,correction,keepdim", [
+    ([0, 2, 3], 0, True), ([1], 1, False), (None, 1, False), ([-1], 0, False), ([0, 1], 2, True)])
+def test_var_mean_decomposition_matches_aten(dims, correction, keepdim):
+    x = torch.randn(4, 5, 6, 3, generator=torch.Generator().manual_seed(2)) * 3 + 10
+    expected = torch.var_mean(x, dims, correction=correction, keepdim=keepdim)
+    variance, mean = decompositions.var_mean(x, dims, correction=correction, keepdim=keepdim)
+    torch.testing.assert_close(variance, expected[0])
+    torch.testing.assert_close(mean, expected[1])
+
+
+def test_var_mean_of_a_single_element_is_nan_with_correction():
+    variance, mean = decompositions.var_mean(torch.tensor([2.0]), [0], correction=1)
+    assert math.isnan(variance.item()) and mean.item() == 2.0
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_compiled_batch_norm_matches_eager_and_updates_running_stats(training):
+    torch.manual_seed(0)
+    cpu_norm = torch.nn.BatchNorm2d(5).train(training)
+    with torch.no_grad():
+        cpu_norm.running_mean.uniform_(-1, 1)
+        cpu_norm.running_var.uniform_(0.5, 2)
+        cpu_norm.weight.uniform_(0.5, 1.5)
+        cpu_norm.bias.uniform_(-0.5, 0.5)
+    kiln_norm = torch.nn.BatchNorm2d(5).train(training).to("kiln")
+    kiln_norm.load_state_dict(cpu_norm.state_dict())
+    compiled = torch.compile(lambda x: torch.relu(kiln_norm(x)), backend="kiln")
+    x = torch.randn(4, 5, 6, 6) * 2 + 1
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x.to("kiln")).cpu(), torch.relu(cpu_norm(x)))
+    for name, tensor in cpu_norm.state_dict().items():
+        torch.testing.assert_close(kiln_norm.state_dict()[name].cpu(), tensor, msg=name)

@@ -565,16 +565,37 @@ class Emitter {
     out_ << "        (void)rest;\n      }\n";
   }
 
+  // The rows of a pointwise range: each operand's offset of the row's first
+  // element (o<k>_base) and the coordinates k<d> of dims 1.. are worked out
+  // once, at `begin`, then stepped from row to row like an odometer. Dividing
+  // the position for every row cost more than the row itself when rows are
+  // short (a transposed copy with an 8-element inner dim took 10 us for 4096
+  // elements).
   void emit_pointwise() {
     declare_strides(0);
+    const int rank = kernel_.rank;
     out_ << "  const int64_t size0 = args->sizes[0];\n";
     out_ << "  int64_t position = begin;\n";
+    out_ << "  int64_t first0 = begin % size0;\n";
+    for (int index = 0; index < operand_count(); ++index) out_ << "  int64_t " << offset(index) << "_base = 0;\n";
+    for (int dim = 1; dim < rank; ++dim) out_ << "  int64_t k" << dim << " = 0;\n";
+    if (rank > 1) {
+      out_ << "  {\n    int64_t rest = begin / size0;\n";
+      for (int dim = 1; dim < rank; ++dim) {
+        out_ << "    k" << dim << " = rest % args->sizes[" << dim << "];\n";
+        out_ << "    rest /= args->sizes[" << dim << "];\n";
+        for (int index = 0; index < operand_count(); ++index) {
+          out_ << "    " << offset(index) << "_base += k" << dim << " * args->strides[" << index << "][" << dim << "];\n";
+        }
+      }
+      out_ << "  }\n";
+    }
     out_ << "  while (position < end) {\n";
-    out_ << "    const int64_t first0 = position % size0;\n";
-    out_ << "    const int64_t outer = position / size0;\n";
-    zero_offsets("    ");
-    add_offsets("    ", "first0", 0, false);
-    decompose("    ", "outer", 1, kernel_.rank, false);
+    for (int dim = 1; dim < rank; ++dim) out_ << "    const int64_t c" << dim << " = k" << dim << "; (void)c" << dim << ";\n";
+    for (int index = 0; index < operand_count(); ++index) {
+      out_ << "    const int64_t " << offset(index) << " = " << offset(index) << "_base + first0 * args->strides["
+           << index << "][0];\n";
+    }
     out_ << "    int64_t count = size0 - first0;\n";
     out_ << "    if (count > end - position) count = end - position;\n";
     declare_pointers("    ", 0);
@@ -588,7 +609,29 @@ class Emitter {
     emit_stores("      ", "j");
     out_ << "    }\n";
     out_ << "    position += count;\n";
+    out_ << "    first0 = 0;\n";
+    emit_next_row("    ", 1);
     out_ << "  }\n";
+  }
+
+  // Steps the odometer of emit_pointwise to the next row from dim `dim` on:
+  // one step along it, and a carry into the next dim when it wraps. The last
+  // dim needs no wrap: past it the range has ended.
+  void emit_next_row(const std::string& indent, int dim) {
+    if (dim >= kernel_.rank) return;
+    out_ << indent << "++k" << dim << ";\n";
+    for (int index = 0; index < operand_count(); ++index) {
+      out_ << indent << offset(index) << "_base += args->strides[" << index << "][" << dim << "];\n";
+    }
+    if (dim + 1 >= kernel_.rank) return;
+    out_ << indent << "if (k" << dim << " == args->sizes[" << dim << "]) {\n";
+    out_ << indent << "  k" << dim << " = 0;\n";
+    for (int index = 0; index < operand_count(); ++index) {
+      out_ << indent << "  " << offset(index) << "_base -= args->sizes[" << dim << "] * args->strides[" << index
+           << "][" << dim << "];\n";
+    }
+    emit_next_row(indent + "  ", dim + 1);
+    out_ << indent << "}\n";
   }
 
   // Offsets of the kept dims of output position `o`, then the reduced loops.

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <ATen/Parallel.h>
-
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/codegen/c_source.h"
@@ -49,8 +47,8 @@ void run_blocks(void* context, int64_t begin, int64_t end) {
 // Elsewhere (the stream's worker) Kiln's pool runs them.
 void parallel_over(int64_t total, int64_t grain, ThreadPool::RangeFunction function, void* context) {
   if (library::on_initial_thread()) {
-    at::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) { function(context, begin, end); });
-    return;
+    ThreadPool::instance().stop_polling();  // the team takes the cores
+    if (library::parallel_for_on_openmp_team(total, grain, function, context)) return;
   }
   ThreadPool::instance().parallel_for(total, grain, function, context);
 }
@@ -163,6 +161,18 @@ KernelEntry build_kernel(std::string_view signature, const char* op_name,
   return reinterpret_cast<KernelEntry>(loaded.value());
 }
 
+namespace {
+thread_local LaunchRecording* active_recording = nullptr;
+}  // namespace
+
+LaunchRecording::LaunchRecording() : previous_(active_recording) { active_recording = this; }
+
+LaunchRecording::~LaunchRecording() { active_recording = previous_; }
+
+void LaunchRecording::note(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
+  if (active_recording != nullptr) active_recording->launches_.push_back({entry, args, shape});
+}
+
 bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry,
                           const LaunchArgs& args, const LaunchShape& shape) {
   Status status;
@@ -172,6 +182,7 @@ bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry
       }, status)) {
     return false;
   }
+  LaunchRecording::note(entry, args, shape);
   check_status(status);
   return true;
 }
@@ -179,6 +190,7 @@ bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry
 void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const LaunchArgs& args,
                    const LaunchShape& shape, KeepAlive keep_alive) {
   if (shape.positions <= 0) return;
+  LaunchRecording::note(entry, args, shape);
   // Small work on an idle stream runs here, reading the arguments in place.
   Status status;
   if (stream.run_inline_if_idle(op_name, shape.bytes, [&]() {

@@ -97,6 +97,32 @@ void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const
 bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry,
                           const LaunchArgs& args, const LaunchShape& shape);
 
+// While a LaunchRecording is alive on a thread, every launch that thread
+// hands over (launch_kernel, or launch_kernel_inline when it runs) is also
+// noted: its kernel, arguments and shape. A compiled program records a fused
+// kernel's first launch, and later runs replay it with new data pointers,
+// without redoing the layout work and the kernel lookup (program.cc).
+struct RecordedLaunch {
+  KernelEntry entry = nullptr;
+  LaunchArgs args{};
+  LaunchShape shape;
+};
+
+class LaunchRecording {
+ public:
+  LaunchRecording();
+  ~LaunchRecording();
+  LaunchRecording(const LaunchRecording&) = delete;
+  LaunchRecording& operator=(const LaunchRecording&) = delete;
+  const std::vector<RecordedLaunch>& launches() const { return launches_; }
+  // Notes a launch with the recording active on this thread, if any.
+  static void note(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape);
+
+ private:
+  LaunchRecording* previous_;
+  std::vector<RecordedLaunch> launches_;
+};
+
 // launch_kernel, with the tensors to keep alive gathered by
 // `make_keep_alive()` only when the work is queued: an inline run needs none.
 template <typename MakeKeepAlive>

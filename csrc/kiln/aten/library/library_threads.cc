@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 #include <sys/syscall.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include "kiln/runtime/thread_pool.h"
@@ -15,6 +17,12 @@ int omp_get_max_threads() __attribute__((weak));
 // MKL's C entry point (its header maps mkl_set_num_threads_local to it; the
 // lower-case symbol is the Fortran one, which takes a pointer).
 int MKL_Set_Num_Threads_Local(int threads) __attribute__((weak));
+// libgomp's entry for a parallel region (what `#pragma omp parallel` compiles
+// to) and the queries its body makes.
+void GOMP_parallel(void (*body)(void*), void* data, unsigned threads, unsigned flags) __attribute__((weak));
+int omp_get_num_threads() __attribute__((weak));
+int omp_get_thread_num() __attribute__((weak));
+int omp_in_parallel() __attribute__((weak));
 }
 
 namespace kiln::torch_integration::library {
@@ -22,6 +30,40 @@ namespace kiln::torch_integration::library {
 double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n) {
   return 2.0 * static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(k) *
          static_cast<double>(n);
+}
+
+namespace {
+
+struct TeamJob {
+  RangeFunction function;
+  void* context;
+  int64_t total;
+  int64_t grain;
+};
+
+// Each team member takes one contiguous piece, as ATen's invoke_parallel does.
+void run_team_piece(void* data) {
+  const auto* job = static_cast<const TeamJob*>(data);
+  int64_t threads = omp_get_num_threads();
+  threads = std::min(threads, (job->total + job->grain - 1) / job->grain);
+  const int64_t piece = (job->total + threads - 1) / threads;
+  const int64_t begin = omp_get_thread_num() * piece;
+  if (begin < job->total) job->function(job->context, begin, std::min(job->total, begin + piece));
+}
+
+}  // namespace
+
+bool parallel_for_on_openmp_team(int64_t total, int64_t grain, RangeFunction function, void* context) {
+  if (GOMP_parallel == nullptr || omp_get_num_threads == nullptr || omp_get_thread_num == nullptr ||
+      omp_in_parallel == nullptr || omp_in_parallel()) {
+    return false;
+  }
+  at::internal::lazy_init_num_threads();
+  TeamJob job{function, context, total, std::max<int64_t>(grain, 1)};
+  // Every member of the team, as ATen asks for (a num_threads clause hit
+  // libgomp thread-pool bugs, pytorch issue 32008); extra members find no piece.
+  GOMP_parallel(&run_team_piece, &job, 0, 0);
+  return true;
 }
 
 bool on_initial_thread() {

@@ -51,6 +51,18 @@ double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n);
 // OpenMP team PyTorch's CPU ops use (see above).
 bool on_initial_thread();
 
+// Calls function(context, begin, end) over pieces covering [0, total), each
+// at least `grain` long, on the calling thread's OpenMP team (the one
+// PyTorch's CPU kernels use on that thread), and returns when all have run;
+// the pieces are split as ATen's at::parallel_for splits them. Returns false,
+// running nothing, when no OpenMP runtime (libgomp) is loaded or the thread is
+// already inside a parallel region. (at::parallel_for itself cannot be used
+// here: its OpenMP body is an inline pragma, compiled serially into a library
+// built without -fopenmp, and building with it would load a second OpenMP
+// runtime beside PyTorch's.) `function` must not throw.
+using RangeFunction = void (*)(void* context, int64_t begin, int64_t end);
+bool parallel_for_on_openmp_team(int64_t total, int64_t grain, RangeFunction function, void* context);
+
 // Set for the duration of one library call, on the thread that runs it.
 class LibraryThreadScope {
  public:

@@ -51,7 +51,7 @@ std::vector<ir::ValueId> pick(const std::vector<ir::ValueId>& ids, const std::ve
 void launch_fused_pointwise(const compiler::FusedKernel& kernel, std::string_view op_key,
                             c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs) {
   compiled::launch_elementwise(
-      "kiln::fused_pointwise", op_key, inputs, outputs, {},
+      kFusedPointwiseName, op_key, inputs, outputs, {},
       [&](compiled::ElementwiseContext& context) {
         return pick(replay(context.builder, kernel.expression, context.inputs), kernel.results);
       });
@@ -71,7 +71,7 @@ void launch_fused_reduction(const compiler::FusedKernel& kernel, std::string_vie
   spec.epilogue = [&](compiled::ReductionContext& context) {
     return pick(replay(context.builder, kernel.epilogue, {}), kernel.results);
   };
-  compiled::launch_reduction("kiln::fused_reduction", op_key, inputs, keepdim_outputs, reduced, {}, spec);
+  compiled::launch_reduction(kFusedReductionName, op_key, inputs, keepdim_outputs, reduced, {}, spec);
 }
 
 }  // namespace kiln::torch_integration::program

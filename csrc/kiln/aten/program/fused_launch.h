@@ -15,6 +15,10 @@
 
 namespace kiln::torch_integration::program {
 
+// The op names fused kernels launch and are counted under (op tracking).
+inline constexpr char kFusedPointwiseName[] = "kiln::fused_pointwise";
+inline constexpr char kFusedReductionName[] = "kiln::fused_reduction";
+
 // `inputs` are expanded to kernel.iteration_sizes; `outputs` have those sizes.
 void launch_fused_pointwise(const compiler::FusedKernel& kernel, std::string_view op_key,
                             c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs);

@@ -6,8 +6,10 @@
 #include <c10/util/strides.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kiln/aten/compiled/ir_dtype.h"
+#include "kiln/aten/op_tracking.h"
 #include "kiln/aten/program/fused_launch.h"
 #include "kiln/base/hash.h"
 #include "kiln/c10/device_guard.h"
@@ -71,6 +73,8 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
     statistics_.unstored_values += static_cast<int64_t>(kernel.nodes.size() - kernel.outputs.size());
   }
   statistics_.kernels = static_cast<int>(fusion_.kernels.size());
+  bound_ = std::make_unique<std::atomic<const BoundLaunch*>[]>(fusion_.kernels.size());
+  for (size_t k = 0; k < fusion_.kernels.size(); ++k) bound_[k].store(nullptr, std::memory_order_relaxed);
 
   // Liveness: each value is released after the last step that reads it,
   // unless it is a graph output.
@@ -141,25 +145,46 @@ at::Tensor Program::allocate(ir::GraphValueId value, const at::Tensor& arena) co
   return at::empty_strided(tensor.sizes, strides, options);
 }
 
+void Program::bind_kernel(int index, const std::vector<compiled::RecordedLaunch>& recorded,
+                          const std::vector<at::Tensor>& values, c10::ArrayRef<at::Tensor> outputs) const {
+  std::unique_ptr<BoundLaunch> bound = BoundLaunch::bind(recorded, values, fusion_.kernels[index].inputs, outputs);
+  if (bound == nullptr) return;
+  std::lock_guard<std::mutex> lock(bind_mutex_);
+  if (bound_[index].load(std::memory_order_relaxed) != nullptr) return;  // another run bound it first
+  bound_storage_.push_back(std::move(bound));
+  bound_[index].store(bound_storage_.back().get(), std::memory_order_release);
+}
+
 void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const {
   const compiler::FusedKernel& kernel = fusion_.kernels[index];
-  std::vector<at::Tensor> inputs, outputs;
+  c10::SmallVector<at::Tensor, 4> outputs;
+  for (ir::GraphValueId output : kernel.outputs) {
+    values[output] = allocate(output, arena);
+    outputs.push_back(values[output]);
+  }
+  const bool reduction = kernel.kind == ir::KernelKind::kReduction;
+  const BoundLaunch* bound = bound_[index].load(std::memory_order_acquire);
+  if (bound != nullptr && bound->matches(values, kernel.inputs)) {
+    const char* name = reduction ? kFusedReductionName : kFusedPointwiseName;
+    record_static_op(name, OpPath::kCompiled);
+    bound->launch(current_runtime_stream(description_.device_index), name, values, kernel.inputs, outputs);
+    return;
+  }
+  std::vector<at::Tensor> inputs;
   inputs.reserve(kernel.inputs.size());
   for (ir::GraphValueId input : kernel.inputs) {
     const at::Tensor& value = values[input];
     // expand() is a dispatcher call: skip it when the sizes already match.
     inputs.push_back(value.sizes().equals(kernel.iteration_sizes) ? value : value.expand(kernel.iteration_sizes));
   }
-  outputs.reserve(kernel.outputs.size());
-  for (ir::GraphValueId output : kernel.outputs) {
-    values[output] = allocate(output, arena);
-    outputs.push_back(values[output]);
-  }
-  if (kernel.kind == ir::KernelKind::kReduction) {
+  std::optional<compiled::LaunchRecording> recording;
+  if (bound == nullptr) recording.emplace();
+  if (reduction) {
     launch_fused_reduction(kernel, kernel_keys_[index], inputs, outputs);
   } else {
     launch_fused_pointwise(kernel, kernel_keys_[index], inputs, outputs);
   }
+  if (recording.has_value()) bind_kernel(index, recording->launches(), values, outputs);
 }
 
 std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) const {

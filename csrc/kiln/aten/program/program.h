@@ -18,9 +18,13 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "kiln/aten/program/bound_launch.h"
 #include "kiln/aten/program/extern_call.h"
 #include "kiln/compiler/passes/fusion.h"
 #include "kiln/ir/graph.h"
@@ -63,6 +67,8 @@ class Program {
 
  private:
   void run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const;
+  void bind_kernel(int index, const std::vector<compiled::RecordedLaunch>& recorded,
+                   const std::vector<at::Tensor>& values, c10::ArrayRef<at::Tensor> outputs) const;
   at::Tensor allocate(ir::GraphValueId value, const at::Tensor& arena) const;
   void plan_memory(const std::vector<int>& last_read);
 
@@ -73,6 +79,11 @@ class Program {
   std::vector<std::vector<ir::GraphValueId>> releases_;  // per step, values last read there
   std::vector<int64_t> arena_offsets_;                   // per value: bytes into the arena, or -1
   ProgramStatistics statistics_;
+  // Per kernel, its launch as bound by its first run (null until then, or
+  // when it cannot be bound); written once under bind_mutex_, then read freely.
+  std::unique_ptr<std::atomic<const BoundLaunch*>[]> bound_;
+  mutable std::mutex bind_mutex_;
+  mutable std::vector<std::unique_ptr<BoundLaunch>> bound_storage_;
 };
 
 }  // namespace kiln::torch_integration::program

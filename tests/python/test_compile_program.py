@@ -1,0 +1,54 @@
+"""torch_kiln._C._Program run directly on a lowered graph: a fused kernel's
+launch is bound on the first run and replayed with new data pointers on later
+runs (aten/program/bound_launch.h); a run whose inputs have other strides
+takes the full launcher. Every run must give the CPU's result."""
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import torch_kiln  # noqa: F401 - registers the kiln device
+from torch_kiln import _C
+from torch_kiln.compile.graph_lowering import lower_graph
+
+
+def pointwise_and_reduction(x, row):
+    scaled = (x * 2 + row).sin() * row  # row broadcasts along dim 0
+    return scaled, scaled.sum(dim=1), (x.t() * 3).contiguous()
+
+
+def make_program(function, *examples):
+    gm = make_fx(function, tracing_mode="fake")(*(example.to("kiln") for example in examples))
+    return _C._Program(lower_graph(gm).description)
+
+
+def transposed_on_kiln(tensor):
+    """`tensor`'s values on kiln with transposed strides."""
+    return tensor.t().contiguous().to("kiln").t()
+
+
+def check(program, x_kiln, row):
+    x = x_kiln.cpu()
+    for result, expected in zip(program.run([x_kiln, row.to("kiln")]), pointwise_and_reduction(x, row)):
+        torch.testing.assert_close(result.cpu(), expected)
+
+
+def test_replayed_launches_read_each_runs_data():
+    generator = torch.Generator().manual_seed(0)
+    x, row = torch.randn(6, 8, generator=generator), torch.randn(8, generator=generator)
+    program = make_program(pointwise_and_reduction, x, row)
+    assert program.statistics()["kernels"] >= 2
+    for step in range(4):  # the first run binds, the others replay with new pointers and values
+        check(program, (x + step).to("kiln"), row * (step + 1))
+
+
+@pytest.mark.parametrize("first_layout", ["contiguous", "transposed"])
+def test_a_run_with_other_strides_takes_the_full_launcher_and_the_binding_stays(first_layout):
+    generator = torch.Generator().manual_seed(1)
+    x, row = torch.randn(6, 8, generator=generator), torch.randn(8, generator=generator)
+    program = make_program(pointwise_and_reduction, x, row)
+    layouts = {"contiguous": lambda t: t.to("kiln"), "transposed": transposed_on_kiln}
+    other = "transposed" if first_layout == "contiguous" else "contiguous"
+    for step, layout in enumerate([first_layout, other, first_layout, other]):
+        x_kiln = layouts[layout](x - step)
+        assert x_kiln.is_contiguous() == (layout == "contiguous")
+        check(program, x_kiln, row)

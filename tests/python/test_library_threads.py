@@ -98,19 +98,55 @@ print(before, threads())
 """
 
 
-def test_large_library_calls_start_no_second_openmp_team():
+@pytest.mark.parametrize("autograd_thread", ["caller", "device"])
+def test_large_library_calls_start_no_second_openmp_team(autograd_thread):
     """Only the initial thread may use an OpenMP team (library_threads.h): a
     team started on Kiln's stream worker or the autograd engine's kiln thread
     would make libgomp cut every thread's spin-wait process-wide, which made
-    the user's CPU ops 3-8x slower. A second team shows as new threads."""
+    the user's CPU ops 3-8x slower. A second team shows as new threads.
+    PyTorch starts its autograd device thread with either KILN_AUTOGRAD_THREAD
+    (with "caller" it stays idle)."""
     import subprocess
     import sys
     if torch.get_num_threads() < 2:
         pytest.skip("one OpenMP thread: no team to start")
     completed = subprocess.run([sys.executable, "-c", THREAD_COUNT_SCRIPT], capture_output=True,
-                               text=True, timeout=300)
+                               text=True, timeout=300,
+                               env=dict(os.environ, KILN_AUTOGRAD_THREAD=autograd_thread))
     assert completed.returncode == 0, completed.stderr
     before, after = map(int, completed.stdout.split())
     pool = os.cpu_count() - 1
     assert before == 2 + pool, "expected a stream worker, an autograd thread and the pool"
     assert after == before, f"{after - before} threads started by kiln's large library calls"
+
+
+BACKWARD_THREAD_SCRIPT = r"""
+import threading
+import torch
+import torch_kiln
+seen = []
+x = torch.randn(8, device="kiln", requires_grad=True)
+x.register_hook(lambda grad: seen.append(threading.get_ident()))
+(x * 3).sum().backward()
+print(seen == [threading.get_ident()], torch.allclose(x.grad.cpu(), torch.full((8,), 3.0)))
+"""
+
+
+@pytest.mark.parametrize("autograd_thread,on_caller", [("caller", True), ("device", False)])
+def test_backward_of_kiln_tensors_runs_where_kiln_autograd_thread_says(autograd_thread, on_caller):
+    import subprocess
+    import sys
+    completed = subprocess.run([sys.executable, "-c", BACKWARD_THREAD_SCRIPT], capture_output=True, text=True,
+                               timeout=300, env=dict(os.environ, KILN_AUTOGRAD_THREAD=autograd_thread))
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == [str(on_caller), "True"]
+
+
+def test_an_unknown_kiln_autograd_thread_warns_and_uses_the_caller():
+    import subprocess
+    import sys
+    completed = subprocess.run([sys.executable, "-c", BACKWARD_THREAD_SCRIPT], capture_output=True, text=True,
+                               timeout=300, env=dict(os.environ, KILN_AUTOGRAD_THREAD="gpu"))
+    assert completed.returncode == 0, completed.stderr
+    assert "KILN_AUTOGRAD_THREAD='gpu' is not one of caller, device" in completed.stderr
+    assert completed.stdout.split() == ["True", "True"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-import torch_kiln  # noqa: F401 - registers the kiln device
+import torch_kiln
 from torch_kiln import _C
 from torch_kiln.compile.graph_lowering import lower_graph
 
@@ -52,3 +52,32 @@ def test_a_run_with_other_strides_takes_the_full_launcher_and_the_binding_stays(
         x_kiln = layouts[layout](x - step)
         assert x_kiln.is_contiguous() == (layout == "contiguous")
         check(program, x_kiln, row)
+
+
+@pytest.fixture
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_a_factory_the_program_reads_itself_runs_once(fresh_dynamo):
+    def scale_by_position(x):
+        return x * torch.arange(x.shape[0], device=x.device, dtype=x.dtype)
+
+    compiled = torch.compile(scale_by_position, backend="kiln")
+    for step in range(3):
+        x = torch.randn(5, generator=torch.Generator().manual_seed(step))
+        if step == 1:
+            torch_kiln.clear_op_tracking()
+        torch.testing.assert_close(compiled(x.to("kiln")).cpu(), scale_by_position(x))
+    assert "aten::arange" not in str(torch_kiln.get_executed_ops())  # kept from the first run
+
+
+def test_a_factory_result_returned_to_the_caller_is_made_afresh(fresh_dynamo):
+    compiled = torch.compile(lambda x: (torch.arange(4, device=x.device), x + 1), backend="kiln")
+    x = torch.zeros(4, device="kiln")
+    positions, _ = compiled(x)
+    positions.add_(100)  # the caller owns it: the next run must not see this
+    positions, _ = compiled(x)
+    assert positions.cpu().tolist() == [0, 1, 2, 3]

@@ -13,6 +13,7 @@
 #include "kiln/aten/program/fused_launch.h"
 #include "kiln/base/hash.h"
 #include "kiln/c10/device_guard.h"
+#include "kiln/c10/status_error.h"
 #include "kiln/compiler/passes/dead_code.h"
 #include "kiln/compiler/passes/memory_plan.h"
 
@@ -46,6 +47,13 @@ int64_t span_bytes(const ir::TensorValue& value, const std::vector<int64_t>& str
   return elements * ir::dtype_size(value.dtype);
 }
 
+// Deterministic factories: the same arguments always give the same tensor.
+bool is_deterministic_factory(const std::string& name) {
+  static const char* const kFactories[] = {"aten::arange", "aten::full", "aten::zeros", "aten::ones",
+                                           "aten::scalar_tensor", "aten::linspace", "aten::eye"};
+  return std::find(std::begin(kFactories), std::end(kFactories), name) != std::end(kFactories);
+}
+
 }  // namespace
 
 Program::Program(ProgramDescription description) : description_(std::move(description)) {
@@ -63,6 +71,7 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
       description_.calls[node.call].static_view.reset();
     }
   }
+  find_constant_calls();
   fusion_ = compiler::fuse(graph);
   for (const compiler::FusedKernel& kernel : fusion_.kernels) {
     kernel_keys_.push_back(kernel_key(kernel));
@@ -97,6 +106,34 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
     if (last_read[value] >= 0) releases_[last_read[value]].push_back(static_cast<ir::GraphValueId>(value));
   }
   plan_memory(last_read);
+}
+
+void Program::find_constant_calls() {
+  const ir::Graph& graph = description_.graph;
+  constant_call_.assign(graph.nodes.size(), false);
+  constant_results_.assign(graph.nodes.size(), {});
+  std::vector<bool> is_output(graph.values.size(), false);
+  for (ir::GraphValueId output : graph.outputs) is_output[output] = true;
+  // A value some call may mutate (or return a view of, which it might then
+  // mutate) must be made afresh each run.
+  std::vector<bool> exposed(graph.values.size(), false);
+  for (const ir::GraphNode& node : graph.nodes) {
+    if (node.kind != ir::GraphNodeKind::kExtern || !node.has_side_effects) continue;
+    for (ir::GraphValueId input : node.inputs) exposed[input] = true;
+  }
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const ir::GraphNode& node = graph.nodes[n];
+    if (node.kind != ir::GraphNodeKind::kExtern || !node.inputs.empty() || node.has_side_effects ||
+        node.aliases_input || node.outputs.empty()) {
+      continue;
+    }
+    if (!is_deterministic_factory(description_.calls[node.call].op->schema().name())) continue;
+    bool kept_inside = true;
+    for (ir::GraphValueId output : node.outputs) {
+      if (output == ir::kNoValue || is_output[output] || exposed[output]) kept_inside = false;
+    }
+    constant_call_[n] = kept_inside;
+  }
 }
 
 void Program::plan_memory(const std::vector<int>& last_read) {
@@ -187,6 +224,24 @@ void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::T
   if (recording.has_value()) bind_kernel(index, recording->launches(), values, outputs);
 }
 
+void Program::run_extern(int node, std::vector<at::Tensor>& values) const {
+  const ExternCall& call = description_.calls[description_.graph.nodes[node].call];
+  if (!constant_call_[node]) {
+    call.run(values);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(constant_mutex_);
+  std::vector<at::Tensor>& kept = constant_results_[node];
+  if (kept.empty()) {
+    call.run(values);
+    // Later runs may read it from another stream: let the one write finish.
+    check_status(current_runtime_stream(description_.device_index).synchronize());
+    for (const ExternCall::Result& result : call.results) kept.push_back(values[result.value]);
+    return;
+  }
+  for (size_t r = 0; r < call.results.size(); ++r) values[call.results[r].value] = kept[r];
+}
+
 std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) const {
   const ir::Graph& graph = description_.graph;
   TORCH_CHECK(inputs.size() == graph.inputs.size(), "kiln: the compiled graph takes ", graph.inputs.size(),
@@ -208,7 +263,7 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
     if (step.kind == compiler::ProgramStep::Kind::kKernel) {
       run_kernel(step.index, values, arena);
     } else {
-      description_.calls[graph.nodes[step.index].call].run(values);
+      run_extern(step.index, values);
     }
     for (ir::GraphValueId value : releases_[s]) values[value] = at::Tensor();
   }

@@ -67,6 +67,8 @@ class Program {
 
  private:
   void run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const;
+  void run_extern(int node, std::vector<at::Tensor>& values) const;
+  void find_constant_calls();
   void bind_kernel(int index, const std::vector<compiled::RecordedLaunch>& recorded,
                    const std::vector<at::Tensor>& values, c10::ArrayRef<at::Tensor> outputs) const;
   at::Tensor allocate(ir::GraphValueId value, const at::Tensor& arena) const;
@@ -84,6 +86,12 @@ class Program {
   std::unique_ptr<std::atomic<const BoundLaunch*>[]> bound_;
   mutable std::mutex bind_mutex_;
   mutable std::vector<std::unique_ptr<BoundLaunch>> bound_storage_;
+  // Per graph node: whether it is a factory call with no tensor inputs
+  // (arange, full, ...) whose results the program reads only itself, so the
+  // first run's results serve every run; and those results, once made.
+  std::vector<bool> constant_call_;
+  mutable std::mutex constant_mutex_;
+  mutable std::vector<std::vector<at::Tensor>> constant_results_;
 };
 
 }  // namespace kiln::torch_integration::program

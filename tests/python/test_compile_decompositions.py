@@ -142,3 +142,35 @@ def test_compiled_batch_norm_matches_eager_and_updates_running_stats(training):
         torch.testing.assert_close(compiled(x.to("kiln")).cpu(), torch.relu(cpu_norm(x)))
     for name, tensor in cpu_norm.state_dict().items():
         torch.testing.assert_close(kiln_norm.state_dict()[name].cpu(), tensor, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("operation", ["softmax", "log_softmax", "layer_norm"])
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_compiled_normalizations_match_the_cpu_with_gradients(operation, dim, dtype):
+    if operation == "layer_norm" and dim != -1:
+        pytest.skip("layer norm normalizes trailing dims")
+    generator = torch.Generator().manual_seed(3)
+    x = (torch.randn(4, 6, 10, generator=generator) * 4).to(dtype)
+    weight = torch.randn(10, generator=generator).to(dtype)
+    bias = torch.randn(10, generator=generator).to(dtype)
+
+    def apply(t, w, b):
+        if operation == "layer_norm":
+            return functional.layer_norm(t, (10,), w, b)
+        return getattr(torch, operation)(t, dim)
+
+    def run(device, function):
+        inputs = [tensor.detach().to(device).requires_grad_() for tensor in (x, weight, bias)]
+        result = function(*inputs)
+        (result * torch.linspace(-1, 1, result.shape[-1], dtype=dtype, device=device)).sum().backward()
+        return [result.detach().cpu()] + [tensor.grad.cpu() if tensor.grad is not None else None
+                                          for tensor in inputs]
+
+    expected = run("cpu", apply)
+    actual = run("kiln", torch.compile(apply, backend="kiln"))
+    for name, got, want in zip(["result", "x.grad", "weight.grad", "bias.grad"], actual, expected):
+        if want is None:
+            assert got is None, name
+        else:
+            torch.testing.assert_close(got, want, msg=name)

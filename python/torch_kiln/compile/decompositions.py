@@ -5,7 +5,9 @@ eager kernel runs the whole op.
 - Batch norm (inference and training) becomes a mean and a variance, which
   are reductions, and pointwise arithmetic, which fuses with the ReLU after it
   into one pass over the activations; PyTorch's own decompositions, the ones
-  Inductor uses.
+  Inductor uses. Layer norm, softmax and log_softmax (and their backward) the
+  same way: a few fused kernels, each launched at a bound launch's cost
+  (docs/compiled_path.md), instead of an eager kernel call.
 - max_pool2d_with_indices with non-overlapping windows (stride = kernel, no
   padding or dilation, the common 2x2 pool), in floating point, becomes a
   pointwise scan over the window's taps, each a strided view of the input:
@@ -28,6 +30,11 @@ _FROM_PYTORCH = [
     aten._native_batch_norm_legit.default,
     aten._native_batch_norm_legit.no_stats,
     aten.native_batch_norm.default,
+    aten._softmax.default,
+    aten._log_softmax.default,
+    aten._softmax_backward_data.default,
+    aten._log_softmax_backward_data.default,
+    aten.native_layer_norm.default,
 ]
 
 

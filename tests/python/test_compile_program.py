@@ -16,9 +16,9 @@ def pointwise_and_reduction(x, row):
     return scaled, scaled.sum(dim=1), (x.t() * 3).contiguous()
 
 
-def make_program(function, *examples):
+def make_program(function, *examples, run_inline=True):
     gm = make_fx(function, tracing_mode="fake")(*(example.to("kiln") for example in examples))
-    return _C._Program(lower_graph(gm).description)
+    return _C._Program(dict(lower_graph(gm).description, run_inline=run_inline))
 
 
 def transposed_on_kiln(tensor):
@@ -32,13 +32,20 @@ def check(program, x_kiln, row):
         torch.testing.assert_close(result.cpu(), expected)
 
 
-def test_replayed_launches_read_each_runs_data():
+@pytest.mark.parametrize("run_inline", [True, False])  # inference programs, training programs
+def test_replayed_launches_read_each_runs_data(run_inline):
     generator = torch.Generator().manual_seed(0)
     x, row = torch.randn(6, 8, generator=generator), torch.randn(8, generator=generator)
-    program = make_program(pointwise_and_reduction, x, row)
+    program = make_program(pointwise_and_reduction, x, row, run_inline=run_inline)
     assert program.statistics()["kernels"] >= 2
     for step in range(4):  # the first run binds, the others replay with new pointers and values
         check(program, (x + step).to("kiln"), row * (step + 1))
+    # Queued behind other work: the steps are launched, not run inline, and still correct.
+    big = torch.ones(1 << 20, device="kiln")
+    for _ in range(3):
+        big = big * 1.0001
+    check(program, x.to("kiln"), row)
+    assert abs(big[0].item() - 1.0001 ** 3) < 1e-5
 
 
 @pytest.mark.parametrize("first_layout", ["contiguous", "transposed"])

@@ -120,6 +120,7 @@ ProgramDescription description_from(const py::dict& description) {
   graph.inputs = ids_from(description["inputs"]);
   graph.outputs = ids_from(description["outputs"]);
   result.device_index = description["device_index"].cast<int>();
+  if (description.contains("run_inline")) result.run_inline = description["run_inline"].cast<bool>();
   for (const py::handle& handle : py::list(description["nodes"])) {
     py::dict node = py::reinterpret_borrow<py::dict>(handle);
     ir::GraphNode graph_node;

@@ -97,7 +97,10 @@ def _compile_graph(kind, options, gm, example_inputs):
     if not cache_hit:
         lowered = lower_graph(gm, fallback=options["fallback"])
         program_cache.store(key, lowered)
-    program = _C._Program(lowered.description)
+    # Inference programs run whole in the caller on an idle stream; forward
+    # and backward graphs of training are queued step by step, so the Python
+    # between them overlaps with the device (docs/compiled_path.md).
+    program = _C._Program(dict(lowered.description, run_inline=kind == "inference"))
     graph_index = statistics.record_graph(lowered, program.statistics(), time.perf_counter() - start,
                                           cache_hit)
     _dump(kind, gm, program, graph_index)

@@ -248,11 +248,13 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
               " tensors, got ", inputs.size());
   std::vector<at::Tensor> values(graph.values.size());
   for (size_t i = 0; i < inputs.size(); ++i) values[graph.inputs[i]] = inputs[i];
-  // On an idle stream the whole program runs in this thread (see
+  // An inline program on an idle stream runs whole in this thread (see
   // Stream::InlineRegion): its steps need no hand-off to the stream's worker,
   // and its library calls may use the OpenMP team of the process's initial
-  // thread. On a busy stream each step is launched as eager ops are.
-  Stream::InlineRegion region(current_runtime_stream(description_.device_index));
+  // thread. Otherwise each step is launched as eager ops are, so the caller
+  // can run ahead while the stream works.
+  std::optional<Stream::InlineRegion> region;
+  if (description_.run_inline) region.emplace(current_runtime_stream(description_.device_index));
   at::Tensor arena;
   if (statistics_.arena_bytes > 0) {
     arena = at::empty({statistics_.arena_bytes}, at::TensorOptions().dtype(at::kByte).device(

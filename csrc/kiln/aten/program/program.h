@@ -36,6 +36,11 @@ struct ProgramDescription {
   std::vector<ExternCall> calls;             // graph node `call` indices point here
   std::vector<std::vector<int64_t>> strides;  // per value: the layout to allocate (empty: contiguous)
   int device_index = 0;
+  // Run whole in the caller when the stream is idle (program.cc). The backend
+  // sets it for inference graphs, whose results are read right away; training
+  // graphs are queued step by step, so the caller's Python (loss, optimizer)
+  // overlaps with the device's work.
+  bool run_inline = true;
 };
 
 struct ProgramStatistics {

@@ -36,3 +36,13 @@ def seeded_random_inputs():
     """Each test draws the same inputs whatever ran before it."""
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture
+def fresh_compile_state():
+    """torch.compile tests: Dynamo's caches and Kiln's compile statistics
+    start empty, and no compiled code outlives the test."""
+    torch._dynamo.reset()
+    torch_kiln.reset_compile_stats()
+    yield
+    torch._dynamo.reset()

@@ -17,12 +17,7 @@ from torch_kiln.bucketing import Bucketed
 from conftest import run_python
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch_kiln.reset_compile_stats()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compile_state")
 
 
 @torch.library.custom_op("kiln_test::cpu_only_square", mutates_args=(), device_types="cpu")

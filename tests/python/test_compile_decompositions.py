@@ -16,12 +16,7 @@ from torch_kiln.compile import decompositions
 aten = torch.ops.aten
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch_kiln.reset_compile_stats()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compile_state")
 
 
 def pool_input(shape, dtype=torch.float32, seed=0):

@@ -17,11 +17,7 @@ def compiled_model(spec):
     return torch.compile(spec.make_model().to("kiln"), backend="kiln")
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compile_state")
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

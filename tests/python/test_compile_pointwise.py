@@ -91,10 +91,7 @@ def tolerance(dtype):
     return {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(dtype, 1e-5)
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_compile_state")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -61,14 +61,7 @@ def test_a_run_with_other_strides_takes_the_full_launcher_and_the_binding_stays(
         check(program, x_kiln, row)
 
 
-@pytest.fixture
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def test_a_factory_the_program_reads_itself_runs_once(fresh_dynamo):
+def test_a_factory_the_program_reads_itself_runs_once(fresh_compile_state):
     def scale_by_position(x):
         return x * torch.arange(x.shape[0], device=x.device, dtype=x.dtype)
 
@@ -81,7 +74,7 @@ def test_a_factory_the_program_reads_itself_runs_once(fresh_dynamo):
     assert "aten::arange" not in str(torch_kiln.get_executed_ops())  # kept from the first run
 
 
-def test_a_factory_result_returned_to_the_caller_is_made_afresh(fresh_dynamo):
+def test_a_factory_result_returned_to_the_caller_is_made_afresh(fresh_compile_state):
     compiled = torch.compile(lambda x: (torch.arange(4, device=x.device), x + 1), backend="kiln")
     x = torch.zeros(4, device="kiln")
     positions, _ = compiled(x)

@@ -39,8 +39,8 @@ void run_blocks(void* context, int64_t begin, int64_t end) {
   call->entry(call->args, begin * call->block, std::min(end * call->block, call->positions));
 }
 
-// Splits [0, total) over threads. On the process's initial thread (a
-// compiled program running inline, Stream::InlineRegion) the pieces go to
+// Splits [0, total) over threads. On the process's initial thread (an
+// inference program running inline, Stream::InlineRegion) the pieces go to
 // that thread's OpenMP team, the one PyTorch's CPU kernels and Kiln's library
 // calls use there: Kiln's own pool beside it would make two sets of threads
 // spin for the same cores (a max_pool2d after a convolution took 3x longer).

@@ -2,9 +2,9 @@
 
 #include <ATen/Parallel.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <unistd.h>
 
 #include "kiln/runtime/thread_pool.h"
 

@@ -45,23 +45,20 @@ Status Stream::take_failure() {
 
 thread_local Stream* Stream::held_stream_ = nullptr;
 
-Stream::InlineRegion::InlineRegion(Stream& stream) : stream_(stream), previous_(held_stream_) {
-  if (previous_ != nullptr || !stream.try_begin_inline()) return;  // one region per thread
+Stream::InlineRegion::InlineRegion(Stream& stream) : stream_(stream) {
+  if (held_stream_ != nullptr || !stream.try_begin_inline()) return;  // one region per thread
   held_ = true;
   held_stream_ = &stream;
 }
 
 Stream::InlineRegion::~InlineRegion() {
   if (!held_) return;
-  held_stream_ = previous_;
+  held_stream_ = nullptr;
   stream_.end_inline();
 }
 
 Status Stream::enqueue(const char* name, Work work) {
-  if (held_by_this_thread()) {
-    Status status = run_inline(work);
-    return status.ok() ? status : with_stream_context(name, status);
-  }
+  if (held_by_this_thread()) return run_held(name, work);
   if (blocking_) return run_synchronously(name, work);
   bool wake;
   {
@@ -76,10 +73,7 @@ Status Stream::enqueue(const char* name, Work work) {
 }
 
 Status Stream::run_synchronously(const char* name, const Work& work) {
-  if (held_by_this_thread()) {
-    Status status = run_inline(work);
-    return status.ok() ? status : with_stream_context(name, status);
-  }
+  if (held_by_this_thread()) return run_held(name, work);
   std::unique_lock<std::mutex> lock(mutex_);
   work_done_.wait(lock, [this] { return queue_.empty() && !worker_busy_ && !caller_busy_; });
   Status earlier = take_failure();

@@ -16,7 +16,7 @@
 // An InlineRegion lets one thread run a sequence of launches itself: it
 // claims the stream only when the stream is idle, and while it holds it every
 // launch, enqueue and synchronous run of that thread on the stream runs at
-// once in that thread, in program order. A compiled program runs this way
+// once in that thread, in program order. A compiled inference program runs this way
 // (program.cc): no hand-off to the worker per step, and its library calls run
 // on the caller's thread, the one whose OpenMP team PyTorch's own CPU ops use.
 // Work other threads enqueue meanwhile waits for the region to end.
@@ -69,10 +69,7 @@ class Stream {
   static constexpr size_t kInlineLaunchBytes = size_t{32} << 10;
   template <typename Function>
   Status launch(const char* name, size_t bytes, Function&& work) {
-    if (held_by_this_thread()) {
-      Status status = run_inline(work);
-      return status.ok() ? status : with_stream_context(name, status);
-    }
+    if (held_by_this_thread()) return run_held(name, work);
     if (bytes <= kInlineLaunchBytes && try_begin_inline()) {
       Status status = run_inline(work);
       end_inline();
@@ -88,8 +85,7 @@ class Stream {
   template <typename Function>
   bool run_inline_if_idle(const char* name, size_t bytes, Function&& work, Status& status) {
     if (held_by_this_thread()) {
-      status = run_inline(work);
-      if (!status.ok()) status = with_stream_context(name, status);
+      status = run_held(name, work);
       return true;
     }
     if (bytes > kInlineLaunchBytes || !try_begin_inline()) return false;
@@ -120,7 +116,6 @@ class Stream {
 
    private:
     Stream& stream_;
-    Stream* previous_;
     bool held_ = false;
   };
 
@@ -136,6 +131,12 @@ class Stream {
   // The stream this thread holds through an InlineRegion, or null.
   static thread_local Stream* held_stream_;
   bool held_by_this_thread() const { return held_stream_ == this; }
+  // Runs `work` at once for the thread holding the stream, naming it on failure.
+  template <typename Function>
+  Status run_held(const char* name, Function& work) const {
+    Status status = run_inline(work);
+    return status.ok() ? status : with_stream_context(name, status);
+  }
 
   // Claims the idle stream for work run in the caller; false if anything is
   // queued or running, or a failure is pending.

@@ -2,8 +2,11 @@
 //
 // Made once per graph (and input shapes): dead code elimination, fusion and
 // the static memory plan run on the Graph, then every run launches the fused
-// kernels and the extern calls in order on the current stream and returns at
-// once; the device works through the queue as in eager mode.
+// kernels and the extern calls in order on the current stream. A program with
+// `run_inline` (inference) runs whole in the caller when the stream is idle;
+// otherwise steps are launched as eager ops are and the run returns while the
+// device works through the queue. Each fused kernel's launch is bound on its
+// first run and replayed later (bound_launch.h).
 //
 // Memory: the values kernels store and only the program reads live in one
 // arena per run, at the offsets of the memory plan (two values whose steps of

@@ -81,3 +81,27 @@ def test_a_factory_result_returned_to_the_caller_is_made_afresh(fresh_compile_st
     positions.add_(100)  # the caller owns it: the next run must not see this
     positions, _ = compiled(x)
     assert positions.cpu().tolist() == [0, 1, 2, 3]
+
+
+def pooled_and_transposed(x, channel):
+    """A 2x2 max over stride-2 views and a transposed read: fused kernels whose
+    rows are short and strided, specialised to the program's fixed shapes."""
+    y = torch.relu(x * channel.view(1, -1, 1, 1) + 1)
+    windows = [y[:, :, i::2, j::2] for i in (0, 1) for j in (0, 1)]
+    pooled = torch.maximum(torch.maximum(windows[0], windows[1]), torch.maximum(windows[2], windows[3]))
+    return pooled, (x.transpose(2, 3) * 2).contiguous()
+
+
+@pytest.mark.parametrize("run_inline", [True, False])
+def test_fixed_shape_kernels_split_mid_row_across_threads(run_inline):
+    # 2 x 3 x 94 x 70: 39480 elements, enough for the launcher to split each
+    # kernel across threads at positions inside rows of 35 and 94.
+    generator = torch.Generator().manual_seed(2)
+    x, channel = torch.randn(2, 3, 94, 70, generator=generator), torch.randn(3, generator=generator)
+    x[0, 1, 4, 6] = float("nan")
+    program = make_program(pooled_and_transposed, x, channel, run_inline=run_inline)
+    for step in range(3):  # bound on the first run, replayed after
+        inputs = (x - step, channel * (step + 1))
+        results = program.run([tensor.to("kiln") for tensor in inputs])
+        for result, expected in zip(results, pooled_and_transposed(*inputs)):
+            torch.testing.assert_close(result.cpu(), expected, equal_nan=True)

@@ -4,7 +4,10 @@
 // (fastest-moving), as in PyTorch's TensorIterator. Sizes, strides and scalar
 // values are launch arguments, not part of the kernel, so one compiled kernel
 // serves every shape: what the kernel fixes is its op, dtypes, rank and the
-// layout class of each operand along dim 0.
+// layout class of each operand along dim 0. A pointwise kernel may instead be
+// specialised to one shape (`fixed_shape`): compiled programs, whose shapes
+// are static, get loops with constant trip counts and strides, which the C
+// compiler vectorises where a runtime stride defeats it.
 //
 // Pointwise kernels compute every output element from the input elements at the
 // same position (plus indexed loads). Reduction kernels split the dims into
@@ -52,6 +55,15 @@ struct Operand {
 
 enum class KernelKind : uint8_t { kPointwise, kReduction };
 
+// The one shape a specialised kernel runs on: `sizes[d]` of each dim and
+// `strides[operand][d]` (inputs, then outputs), in elements. The launch
+// arguments must carry the same sizes and strides.
+struct FixedShape {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;
+  bool empty() const { return sizes.empty(); }
+};
+
 enum class ReduceOp : uint8_t { kSum, kProduct, kMax, kMin, kArgMax, kArgMin, kAny, kAll };
 const char* reduce_op_name(ReduceOp op);
 
@@ -82,6 +94,7 @@ struct Kernel {
   // Set when two positions may store to one element (indexed stores): the
   // kernel then runs on one thread, in position order.
   bool single_threaded = false;
+  FixedShape fixed_shape;        // pointwise only; empty: sizes and strides come with each launch
 };
 
 // The accumulator dtype of a reduction over `input` values: the input dtype,

@@ -39,6 +39,12 @@ void print_node(std::ostringstream& out, ValueId id, const Node& node) {
   out << " : " << dtype_name(node.dtype) << "\n";
 }
 
+std::string join(const std::vector<int64_t>& numbers) {
+  std::string text;
+  for (size_t i = 0; i < numbers.size(); ++i) text += (i == 0 ? "" : ",") + std::to_string(numbers[i]);
+  return text;
+}
+
 std::string print_body(const Kernel& kernel) {
   std::ostringstream out;
   out << (kernel.kind == KernelKind::kPointwise ? "pointwise" : "reduction")
@@ -48,6 +54,12 @@ std::string print_body(const Kernel& kernel) {
         << (kernel.reduction.inner ? "inner" : "outer") << " of %" << kernel.reduction.input;
   }
   if (kernel.single_threaded) out << " single_threaded";
+  if (!kernel.fixed_shape.empty()) {
+    out << " fixed sizes=" << join(kernel.fixed_shape.sizes) << " strides=";
+    for (size_t i = 0; i < kernel.fixed_shape.strides.size(); ++i) {
+      out << (i == 0 ? "" : ";") << join(kernel.fixed_shape.strides[i]);
+    }
+  }
   out << "\n";
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
     out << "  input " << i << ": " << dtype_name(kernel.inputs[i].dtype) << " "

@@ -72,6 +72,28 @@ class Verifier {
         kernel_.store_accumulates.size() != kernel_.outputs.size()) {
       return fail("results do not match outputs");
     }
+    if (!kernel_.fixed_shape.empty()) {
+      const FixedShape& fixed = kernel_.fixed_shape;
+      if (kernel_.kind != KernelKind::kPointwise) return fail("only pointwise kernels take a fixed shape");
+      if (fixed.sizes.size() != static_cast<size_t>(kernel_.rank) || fixed.strides.size() != operands) {
+        return fail("the fixed shape needs a size per dim and strides per operand");
+      }
+      for (const std::vector<int64_t>& strides : fixed.strides) {
+        if (strides.size() != fixed.sizes.size()) return fail("the fixed shape needs a stride per dim");
+      }
+      for (int64_t size : fixed.sizes) {
+        if (size < 1) return fail("fixed sizes are positive");
+      }
+      for (size_t index = 0; index < operands && fixed.sizes[0] > 1; ++index) {
+        Layout layout = index < kernel_.inputs.size() ? kernel_.inputs[index].layout
+                                                      : kernel_.outputs[index - kernel_.inputs.size()].layout;
+        int64_t stride = fixed.strides[index][0];
+        if ((layout == Layout::kContiguous && stride != 1) || (layout == Layout::kBroadcast && stride != 0)) {
+          return fail("operand " + std::to_string(index) + "'s fixed stride " + std::to_string(stride) +
+                      " contradicts its layout class");
+        }
+      }
+    }
     if (kernel_.scalars.size() > static_cast<size_t>(kMaxScalars)) return fail("too many scalars");
     for (DType dtype : kernel_.scalars) {
       if (dtype != DType::kFloat64 && dtype != DType::kInt64 && dtype != DType::kBool) {

@@ -51,6 +51,10 @@ struct PhiloxArgs {
 struct ElementwiseOptions {
   c10::IntArrayRef coordinate_dims;   // logical dims whose coordinates the body reads
   std::optional<PhiloxArgs> philox;   // set for kernels that draw random bits
+  // Specialise the kernel to this launch's sizes and strides (ir::FixedShape):
+  // for compiled programs, whose shapes are static. Another shape compiles
+  // another kernel, so eager ops leave it unset.
+  bool fixed_shape = false;
 };
 
 // Runs `body` for every element of `outputs[0]`'s shape. Every operand has

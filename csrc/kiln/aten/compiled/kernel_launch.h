@@ -27,7 +27,7 @@ class Signature {
   std::string_view view() const { return {buffer_, length_}; }
 
  private:
-  char buffer_[192];
+  char buffer_[256];
   size_t length_ = 0;
 };
 

@@ -50,11 +50,14 @@ std::vector<ir::ValueId> pick(const std::vector<ir::ValueId>& ids, const std::ve
 
 void launch_fused_pointwise(const compiler::FusedKernel& kernel, std::string_view op_key,
                             c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs) {
+  compiled::ElementwiseOptions options;
+  options.fixed_shape = true;  // a program's shapes are static
   compiled::launch_elementwise(
       kFusedPointwiseName, op_key, inputs, outputs, {},
       [&](compiled::ElementwiseContext& context) {
         return pick(replay(context.builder, kernel.expression, context.inputs), kernel.results);
-      });
+      },
+      options);
 }
 
 void launch_fused_reduction(const compiler::FusedKernel& kernel, std::string_view op_key,

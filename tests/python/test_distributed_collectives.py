@@ -5,6 +5,8 @@ rank), plus sub-groups, async work and its future.
 
 Inputs are small integers, so every reduction order gives the same exact
 result and the comparisons are exact."""
+import time
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -192,6 +194,20 @@ def async_work_and_sub_groups(rank, size):
     assert value[0].data_ptr() == tensor.data_ptr(), "the future holds another tensor"
     doubled = tensor * 2
     check(doubled, torch.full((1000,), float(2 * sum(range(1, size + 1)) * 2)), "async all_reduce")
+
+    # Nobody waits: the completer thread finishes the work on its own (it
+    # takes works queued for a poll period, 2 ms), and AVG's division runs.
+    tensor = torch.full((1000,), float(rank + 1), device="kiln")
+    work = dist.all_reduce(tensor, op=dist.ReduceOp.AVG, async_op=True)
+    deadline = time.monotonic() + 10
+    while not work.is_completed():
+        assert time.monotonic() < deadline, "an unwaited work never completed"
+        time.sleep(0.001)
+    check(tensor, torch.full((1000,), (size + 1) / 2), "unwaited async all_reduce(AVG)")
+    # A future waited on instead of the work: getFuture rings the completer.
+    tensor = torch.full((10,), float(rank), device="kiln")
+    future = dist.all_reduce(tensor, async_op=True).get_future()
+    check(future.wait()[0], torch.full((10,), float(sum(range(size)))), "all_reduce's future")
 
     odd = dist.new_group([r for r in range(size) if r % 2 == 1])
     even = dist.new_group([r for r in range(size) if r % 2 == 0])

@@ -47,6 +47,7 @@ c10::intrusive_ptr<KilnWork> KilnWork::start(Completer& completer, CollectiveLab
                                              std::chrono::milliseconds timeout) {
   auto work = c10::make_intrusive<KilnWork>(label, type, std::move(transport), std::move(outputs),
                                             std::move(finish), timeout);
+  work->bell_ = completer.bell();
   completer.submit(work);
   return work;
 }
@@ -88,14 +89,22 @@ void KilnWork::complete() {
   }
 }
 
+void CompletionBell::ring() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    rung = true;
+  }
+  ready.notify_one();
+}
+
 Completer::Completer() : thread_([this] { loop(); }) {}
 
 Completer::~Completer() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(bell_->mutex);
     stopping_ = true;
   }
-  ready_.notify_one();
+  bell_->ready.notify_one();
   // Callbacks the thread runs on completed futures (a Python comm hook) may
   // need the GIL: a caller holding it (Python destroying the process group)
   // lets it go while the thread finishes, as torch's own process-group
@@ -111,24 +120,46 @@ Completer::~Completer() {
 
 void Completer::submit(c10::intrusive_ptr<KilnWork> work) {
   std::vector<c10::intrusive_ptr<KilnWork>> release;
+  bool wake;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(work));
+    std::lock_guard<std::mutex> lock(bell_->mutex);
+    last_submit_ = std::chrono::steady_clock::now();
+    queue_.push_back(Pending{std::move(work), last_submit_});
     release.swap(finished_);
+    wake = idle_;
+    if (wake) bell_->rung = true;
   }
-  ready_.notify_one();
+  if (wake) bell_->ready.notify_one();
   // `release` goes out of scope here, on the caller's thread, without the lock.
 }
 
 void Completer::loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock<std::mutex> lock(bell_->mutex);
+  auto stop_or_ring = [this] { return stopping_ || bell_->rung; };
   while (true) {
-    ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
-    c10::intrusive_ptr<KilnWork> work = std::move(queue_.front());
+    if (queue_.empty()) {
+      if (stopping_) return;
+      if (Clock::now() - last_submit_ >= kIdleAfter) {
+        idle_ = true;
+        bell_->ready.wait(lock, stop_or_ring);
+        idle_ = false;
+      } else {
+        bell_->ready.wait_for(lock, kCompletionPoll, stop_or_ring);
+      }
+      bell_->rung = false;  // a submit's ring only wakes: its work waits its turn
+      continue;
+    }
+    const Clock::time_point due = queue_.front().submitted + kCompletionPoll;
+    if (!stop_or_ring() && Clock::now() < due) {
+      bell_->ready.wait_until(lock, due, stop_or_ring);
+      continue;
+    }
+    bell_->rung = false;
+    c10::intrusive_ptr<KilnWork> work = std::move(queue_.front().work);
     queue_.pop_front();
     lock.unlock();
-    work->complete_once();
+    work->complete_once();  // at once when its caller already completed it
     lock.lock();
     finished_.push_back(std::move(work));
   }
@@ -163,6 +194,11 @@ bool KilnWork::wait(std::chrono::milliseconds timeout) {
 
 void KilnWork::synchronize() { wait(); }
 
-c10::intrusive_ptr<c10::ivalue::Future> KilnWork::getFuture() { return future_; }
+c10::intrusive_ptr<c10::ivalue::Future> KilnWork::getFuture() {
+  // Someone may wait on the future instead of on this work: the completer
+  // thread must complete it as soon as the transport is done.
+  if (bell_ != nullptr && !future_->completed()) bell_->ring();
+  return future_;
+}
 
 }  // namespace kiln::torch_integration::distributed

@@ -1,6 +1,6 @@
-// Pointwise kernels specialised to one shape (ir::FixedShape): the same
-// results as the kernel that takes its shape at launch, over every way a
-// launch range can cut the rows, and the verifier's checks of the shape.
+// Kernels specialised to one shape (ir::FixedShape): the same results as the
+// kernel that takes its shape at launch, over every way a launch range can cut
+// the rows (pointwise) or the outputs (reductions), and the verifier's checks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -108,6 +108,55 @@ TEST(FixedShapeCodegenTest, OneDimKernelCoversWholeAndPartialRanges) {
   std::fill(out.begin(), out.end(), 0.0);
   entry(&launch.args, 0, 9);
   EXPECT_EQ(out, (std::vector<double>{-1, -2, -3, -4, -5, -6, -7, -8, -9}));
+}
+
+// A reduction of x (6 x 19, read with strides {1, 6}: column-major) into 6
+// row sums (inner: dim 1 reduced and vectorised) or, transposed, 19 column
+// maxima (outer: dim 0 kept and vectorised).
+Kernel reduction_kernel(ReduceOp op, bool inner, const FixedShape* fixed) {
+  Builder builder("fixed_reduction", KernelKind::kReduction, 2);
+  ValueId x = builder.load(builder.add_input(DType::kFloat32, Layout::kStrided));
+  builder.reduce(op, builder.binary(OpCode::kMultiply, x, builder.constant(2.0, DType::kFloat32)), 1, inner);
+  builder.store(builder.add_output(DType::kFloat32, inner ? Layout::kBroadcast : Layout::kContiguous),
+                builder.accumulator());
+  Kernel kernel = builder.finish();
+  if (fixed != nullptr) kernel.fixed_shape = *fixed;
+  return kernel;
+}
+
+TEST(FixedShapeCodegenTest, ReductionsMatchTheLaunchShapedKernels) {
+  const int64_t rows = 6, columns = 19;
+  std::vector<float> x(rows * columns);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 13) % 17) - 8.0f;
+  // Inner: kept dim 0 = rows (stride 1 in x), reduced dim 1 = columns (stride rows).
+  // Outer: kept dim 0 = columns (stride rows), reduced dim 1 = rows (stride 1);
+  // either way x is strided along the vectorised dim.
+  struct Case {
+    ReduceOp op;
+    bool inner;
+    std::vector<int64_t> sizes, x_strides, out_strides;
+  };
+  for (const Case& c : {Case{ReduceOp::kSum, true, {rows, columns}, {1, rows}, {1, 0}},
+                        Case{ReduceOp::kMax, false, {columns, rows}, {rows, 1}, {1, 0}}}) {
+    FixedShape fixed{c.sizes, {c.x_strides, c.out_strides}};
+    KernelEntry generic = compile_kernel(reduction_kernel(c.op, c.inner, nullptr));
+    KernelEntry specialised = compile_kernel(reduction_kernel(c.op, c.inner, &fixed));
+    ASSERT_NE(generic, nullptr);
+    ASSERT_NE(specialised, nullptr);
+    const int64_t outputs = c.sizes[0];
+    std::vector<float> expected(outputs, -1.0f);
+    LaunchBuilder expected_launch(c.sizes);
+    expected_launch.operand(x.data(), c.x_strides).operand(expected.data(), c.out_strides);
+    generic(&expected_launch.args, 0, outputs);
+    for (int64_t cut = 0; cut <= outputs; ++cut) {
+      std::vector<float> actual(outputs, -1.0f);
+      LaunchBuilder launch(c.sizes);
+      launch.operand(x.data(), c.x_strides).operand(actual.data(), c.out_strides);
+      specialised(&launch.args, 0, cut);
+      specialised(&launch.args, cut, outputs);
+      EXPECT_EQ(actual, expected) << reduce_op_name(c.op) << " cut at " << cut;
+    }
+  }
 }
 
 TEST(FixedShapeCodegenTest, VerifierRejectsShapesThatContradictTheKernel) {

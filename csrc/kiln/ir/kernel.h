@@ -4,7 +4,7 @@
 // (fastest-moving), as in PyTorch's TensorIterator. Sizes, strides and scalar
 // values are launch arguments, not part of the kernel, so one compiled kernel
 // serves every shape: what the kernel fixes is its op, dtypes, rank and the
-// layout class of each operand along dim 0. A pointwise kernel may instead be
+// layout class of each operand along dim 0. A kernel may instead be
 // specialised to one shape (`fixed_shape`): compiled programs, whose shapes
 // are static, get loops with constant trip counts and strides, which the C
 // compiler vectorises where a runtime stride defeats it.
@@ -94,7 +94,7 @@ struct Kernel {
   // Set when two positions may store to one element (indexed stores): the
   // kernel then runs on one thread, in position order.
   bool single_threaded = false;
-  FixedShape fixed_shape;        // pointwise only; empty: sizes and strides come with each launch
+  FixedShape fixed_shape;        // empty: sizes and strides come with each launch
 };
 
 // The accumulator dtype of a reduction over `input` values: the input dtype,

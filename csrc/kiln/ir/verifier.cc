@@ -74,7 +74,6 @@ class Verifier {
     }
     if (!kernel_.fixed_shape.empty()) {
       const FixedShape& fixed = kernel_.fixed_shape;
-      if (kernel_.kind != KernelKind::kPointwise) return fail("only pointwise kernels take a fixed shape");
       if (fixed.sizes.size() != static_cast<size_t>(kernel_.rank) || fixed.strides.size() != operands) {
         return fail("the fixed shape needs a size per dim and strides per operand");
       }
@@ -84,10 +83,16 @@ class Verifier {
       for (int64_t size : fixed.sizes) {
         if (size < 1) return fail("fixed sizes are positive");
       }
-      for (size_t index = 0; index < operands && fixed.sizes[0] > 1; ++index) {
+      // Layout classes describe the vectorised dim: dim 0, or a row
+      // reduction's first reduced dim.
+      const bool row_reduction = kernel_.kind == KernelKind::kReduction && kernel_.reduction.inner;
+      const size_t vector_dim = row_reduction ? static_cast<size_t>(kernel_.kept_rank) : 0;
+      for (size_t index = 0; index < operands && vector_dim < fixed.sizes.size() &&
+                             fixed.sizes[vector_dim] > 1;
+           ++index) {
         Layout layout = index < kernel_.inputs.size() ? kernel_.inputs[index].layout
                                                       : kernel_.outputs[index - kernel_.inputs.size()].layout;
-        int64_t stride = fixed.strides[index][0];
+        int64_t stride = fixed.strides[index][vector_dim];
         if ((layout == Layout::kContiguous && stride != 1) || (layout == Layout::kBroadcast && stride != 0)) {
           return fail("operand " + std::to_string(index) + "'s fixed stride " + std::to_string(stride) +
                       " contradicts its layout class");

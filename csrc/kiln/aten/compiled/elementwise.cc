@@ -6,7 +6,6 @@
 #include "kiln/aten/compiled/kernel_launch.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
-#include "kiln/base/hash.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -160,18 +159,8 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
   TORCH_CHECK(slot <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
   ir::FixedShape fixed;
   if (options.fixed_shape) {
-    for (int dim = 0; dim < kernel_rank; ++dim) fixed.sizes.push_back(args.sizes[dim]);
-    for (int index = 0; index < operands; ++index) {
-      fixed.strides.emplace_back(args.strides[index], args.strides[index] + kernel_rank);
-    }
-    // The shape goes into the signature as a digest: its numbers would not fit.
-    std::string numbers;
-    for (int64_t size : fixed.sizes) numbers += std::to_string(size) + ',';
-    for (const std::vector<int64_t>& strides : fixed.strides) {
-      numbers += ';';
-      for (int64_t stride : strides) numbers += std::to_string(stride) + ',';
-    }
-    signature.append("|f").append(digest_hex(numbers));
+    fixed = fixed_shape_of(args, kernel_rank, operands);
+    append_fixed_shape(signature, fixed);
   }
 
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {

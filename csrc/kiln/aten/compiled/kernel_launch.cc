@@ -1,5 +1,7 @@
 #include "kiln/aten/compiled/kernel_launch.h"
 
+#include "kiln/base/hash.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -135,6 +137,25 @@ Signature& Signature::append_number(int64_t number) {
   } while (magnitude != 0);
   if (number < 0) digits[sizeof(digits) - 1 - count++] = '-';
   return append(std::string_view(digits + sizeof(digits) - count, static_cast<size_t>(count)));
+}
+
+ir::FixedShape fixed_shape_of(const LaunchArgs& args, int rank, int operands) {
+  ir::FixedShape shape;
+  shape.sizes.assign(args.sizes, args.sizes + rank);
+  for (int index = 0; index < operands; ++index) {
+    shape.strides.emplace_back(args.strides[index], args.strides[index] + rank);
+  }
+  return shape;
+}
+
+void append_fixed_shape(Signature& signature, const ir::FixedShape& shape) {
+  std::string numbers;
+  for (int64_t size : shape.sizes) numbers += std::to_string(size) + ',';
+  for (const std::vector<int64_t>& strides : shape.strides) {
+    numbers += ';';
+    for (int64_t stride : strides) numbers += std::to_string(stride) + ',';
+  }
+  signature.append("|f").append(digest_hex(numbers));
 }
 
 KernelEntry cached_kernel(std::string_view signature) {

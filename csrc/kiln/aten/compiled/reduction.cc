@@ -223,6 +223,12 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     signature.append(scalar_kind_char(dtype));
   }
 
+  ir::FixedShape fixed;
+  if (spec.fixed_shape) {
+    fixed = fixed_shape_of(args, kernel_rank, operands);
+    append_fixed_shape(signature, fixed);
+  }
+
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kReduction, kernel_rank);
     ReductionContext context{builder, {}, {}, {}, {}};
@@ -248,7 +254,9 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     for (size_t output = 0; output < results.size(); ++output) {
       builder.store(output_indices[output], results[output]);
     }
-    return builder.finish();
+    ir::Kernel kernel = builder.finish();
+    kernel.fixed_shape = fixed;
+    return kernel;
   });
   LaunchShape shape;
   shape.positions = positions;

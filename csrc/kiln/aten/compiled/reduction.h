@@ -37,6 +37,9 @@ struct ReductionSpec {
   // argmax/argmin: order the reduced dims as the tensor's logical dims, so the
   // index is the row-major position in the reduced dims.
   bool logical_order = false;
+  // Specialise the kernel to this launch's sizes and strides (ir::FixedShape),
+  // as ElementwiseOptions::fixed_shape: for compiled programs.
+  bool fixed_shape = false;
 };
 
 // `reduced` lists the reduced dims (non-negative, of inputs[0]). `op_key`

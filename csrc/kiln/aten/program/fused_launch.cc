@@ -68,6 +68,7 @@ void launch_fused_reduction(const compiler::FusedKernel& kernel, std::string_vie
   for (const at::Tensor& output : outputs) keepdim_outputs.push_back(compiled::keepdim_view(output, rank, reduced));
   compiled::ReductionSpec spec;
   spec.op = kernel.reduce_op;
+  spec.fixed_shape = true;  // a program's shapes are static
   spec.element = [&](compiled::ReductionContext& context) {
     return replay(context.builder, kernel.expression, context.inputs)[kernel.reduced_value];
   };

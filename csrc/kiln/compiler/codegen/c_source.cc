@@ -33,7 +33,7 @@ class Emitter {
     out_ << c_prelude();
     emit_special_preludes();
     out_ << "\n/*\n" << ir::print(kernel_) << "*/\n";
-    if (fixed()) {
+    if (fixed() && kernel_.kind == ir::KernelKind::kPointwise) {
       emit_fixed_shape_pointwise(entry);
       return out_.str();
     }
@@ -130,8 +130,7 @@ class Emitter {
                    bool inputs_only) {
     int count = inputs_only ? input_count() : operand_count();
     for (int index = 0; index < count; ++index) {
-      out_ << indent << offset(index) << " += " << coordinate << " * args->strides[" << index
-           << "][" << dim << "];\n";
+      out_ << indent << offset(index) << " += " << coordinate << " * " << stride_at(index, dim) << ";\n";
     }
   }
 
@@ -406,8 +405,8 @@ class Emitter {
     out_ << indent << "int64_t rest = " << position << ";\n";
     for (int dim = first; dim < last; ++dim) {
       std::string coordinate = "c" + std::to_string(dim);
-      out_ << indent << "const int64_t " << coordinate << " = rest % args->sizes[" << dim << "];\n";
-      out_ << indent << "rest /= args->sizes[" << dim << "];\n";
+      out_ << indent << "const int64_t " << coordinate << " = rest % " << size_at(dim) << ";\n";
+      out_ << indent << "rest /= " << size_at(dim) << ";\n";
       add_offsets(indent, coordinate, dim, inputs_only);
     }
     out_ << indent << "(void)rest;\n";
@@ -418,11 +417,10 @@ class Emitter {
   void emit_row_offsets(int first) {
     out_ << "      {\n        int64_t rest = q;\n";
     for (int dim = first; dim < kernel_.rank; ++dim) {
-      out_ << "        {\n          const int64_t coordinate = rest % args->sizes[" << dim << "];\n";
-      out_ << "          rest /= args->sizes[" << dim << "];\n";
+      out_ << "        {\n          const int64_t coordinate = rest % " << size_at(dim) << ";\n";
+      out_ << "          rest /= " << size_at(dim) << ";\n";
       for (int index = 0; index < input_count(); ++index) {
-        out_ << "          " << offset(index) << "_row += coordinate * args->strides[" << index << "]["
-             << dim << "];\n";
+        out_ << "          " << offset(index) << "_row += coordinate * " << stride_at(index, dim) << ";\n";
       }
       out_ << "        }\n";
     }
@@ -571,8 +569,8 @@ class Emitter {
   void open_row_reduction(int kept) {
     declare_strides(kept);
     out_ << "  int64_t outer_count = 1;\n";
-    for (int dim = kept + 1; dim < kernel_.rank; ++dim) out_ << "  outer_count *= args->sizes[" << dim << "];\n";
-    out_ << "  const int64_t length = args->sizes[" << kept << "];\n";
+    for (int dim = kept + 1; dim < kernel_.rank; ++dim) out_ << "  outer_count *= " << size_at(dim) << ";\n";
+    out_ << "  const int64_t length = " << size_at(kept) << ";\n";
     out_ << "  for (int64_t output = begin; output < end; ++output) {\n";
     zero_offsets("    ");
     out_ << "    {\n";
@@ -706,8 +704,8 @@ class Emitter {
     DType accumulator_type = ir::reduce_accumulator_dtype(op, type);
     declare_strides(0);
     out_ << "  int64_t reduced_count = 1;\n";
-    for (int dim = kept; dim < kernel_.rank; ++dim) out_ << "  reduced_count *= args->sizes[" << dim << "];\n";
-    out_ << "  const int64_t size0 = args->sizes[0];\n";
+    for (int dim = kept; dim < kernel_.rank; ++dim) out_ << "  reduced_count *= " << size_at(dim) << ";\n";
+    out_ << "  const int64_t size0 = " << size_at(0) << ";\n";
     out_ << "  int64_t position = begin;\n";
     out_ << "  while (position < end) {\n";
     out_ << "    const int64_t first0 = position % size0;\n";

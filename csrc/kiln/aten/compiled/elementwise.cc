@@ -158,10 +158,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
   }
   TORCH_CHECK(slot <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
   ir::FixedShape fixed;
-  if (options.fixed_shape) {
-    fixed = fixed_shape_of(args, kernel_rank, operands);
-    append_fixed_shape(signature, fixed);
-  }
+  if (options.fixed_shape) fixed = fix_shape(signature, args, kernel_rank, operands);
 
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, kernel_rank);

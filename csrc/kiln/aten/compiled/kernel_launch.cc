@@ -1,11 +1,10 @@
 #include "kiln/aten/compiled/kernel_launch.h"
 
-#include "kiln/base/hash.h"
-
 #include <algorithm>
 #include <cstring>
 
 #include "kiln/aten/library/library_threads.h"
+#include "kiln/base/hash.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/codegen/c_source.h"
 #include "kiln/compiler/kernel_cache.h"
@@ -139,23 +138,18 @@ Signature& Signature::append_number(int64_t number) {
   return append(std::string_view(digits + sizeof(digits) - count, static_cast<size_t>(count)));
 }
 
-ir::FixedShape fixed_shape_of(const LaunchArgs& args, int rank, int operands) {
+ir::FixedShape fix_shape(Signature& signature, const LaunchArgs& args, int rank, int operands) {
   ir::FixedShape shape;
   shape.sizes.assign(args.sizes, args.sizes + rank);
-  for (int index = 0; index < operands; ++index) {
-    shape.strides.emplace_back(args.strides[index], args.strides[index] + rank);
-  }
-  return shape;
-}
-
-void append_fixed_shape(Signature& signature, const ir::FixedShape& shape) {
   std::string numbers;
   for (int64_t size : shape.sizes) numbers += std::to_string(size) + ',';
-  for (const std::vector<int64_t>& strides : shape.strides) {
+  for (int index = 0; index < operands; ++index) {
+    shape.strides.emplace_back(args.strides[index], args.strides[index] + rank);
     numbers += ';';
-    for (int64_t stride : strides) numbers += std::to_string(stride) + ',';
+    for (int64_t stride : shape.strides.back()) numbers += std::to_string(stride) + ',';
   }
   signature.append("|f").append(digest_hex(numbers));
+  return shape;
 }
 
 KernelEntry cached_kernel(std::string_view signature) {

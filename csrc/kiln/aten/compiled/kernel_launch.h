@@ -66,11 +66,11 @@ struct KernelDim {
 // `operands` operands steps through as through one dim.
 void coalesce_dims(std::vector<KernelDim>& dims, int operands);
 
-// The sizes and strides of `args` over `rank` dims and `operands` operands, as
-// a kernel's fixed shape, and appended to `signature` as a digest (the numbers
-// would not fit): for kernels of compiled programs, whose shapes are static.
-ir::FixedShape fixed_shape_of(const LaunchArgs& args, int rank, int operands);
-void append_fixed_shape(Signature& signature, const ir::FixedShape& shape);
+// The sizes and strides of `args` over `rank` dims and `operands` operands as
+// a kernel's fixed shape, also appended to `signature` as a digest (the
+// numbers would not fit): for kernels of compiled programs, whose shapes are
+// static.
+ir::FixedShape fix_shape(Signature& signature, const LaunchArgs& args, int rank, int operands);
 
 // Tensors a queued launch holds until it has run, so their memory is not
 // released (empty_cache) under it.

@@ -224,10 +224,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   }
 
   ir::FixedShape fixed;
-  if (spec.fixed_shape) {
-    fixed = fixed_shape_of(args, kernel_rank, operands);
-    append_fixed_shape(signature, fixed);
-  }
+  if (spec.fixed_shape) fixed = fix_shape(signature, args, kernel_rank, operands);
 
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kReduction, kernel_rank);

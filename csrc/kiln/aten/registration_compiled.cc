@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/binary_ops.h"
+#include "kiln/aten/compiled/foreach_ops.h"
 
 namespace kiln::torch_integration {
 
@@ -13,6 +14,8 @@ namespace kiln::torch_integration {
   m.impl(out, TORCH_FN(compiled::name##_out));
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // torch._foreach_* over pointwise ops: one stream task per call (foreach_ops.h).
+  compiled::register_foreach_ops(m);
   KILN_IMPL_BINARY(m, add, "add.Tensor", "add_.Tensor", "add.out")
   KILN_IMPL_BINARY(m, sub, "sub.Tensor", "sub_.Tensor", "sub.out")
   KILN_IMPL_BINARY(m, mul, "mul.Tensor", "mul_.Tensor", "mul.out")

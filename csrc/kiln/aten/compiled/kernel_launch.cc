@@ -180,7 +180,9 @@ namespace {
 thread_local LaunchRecording* active_recording = nullptr;
 }  // namespace
 
-LaunchRecording::LaunchRecording() : previous_(active_recording) { active_recording = this; }
+LaunchRecording::LaunchRecording(Mode mode) : previous_(active_recording), mode_(mode) {
+  active_recording = this;
+}
 
 LaunchRecording::~LaunchRecording() { active_recording = previous_; }
 
@@ -188,8 +190,16 @@ void LaunchRecording::note(KernelEntry entry, const LaunchArgs& args, const Laun
   if (active_recording != nullptr) active_recording->launches_.push_back({entry, args, shape});
 }
 
+bool LaunchRecording::capturing() {
+  return active_recording != nullptr && active_recording->mode_ == Mode::kCapture;
+}
+
 bool launch_kernel_inline(Stream& stream, const char* op_name, KernelEntry entry,
                           const LaunchArgs& args, const LaunchShape& shape) {
+  if (LaunchRecording::capturing()) {
+    LaunchRecording::note(entry, args, shape);
+    return true;
+  }
   Status status;
   if (!stream.run_inline_if_idle(op_name, shape.bytes, [&]() {
         run(entry, args, shape);
@@ -206,6 +216,7 @@ void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const
                    const LaunchShape& shape, KeepAlive keep_alive) {
   if (shape.positions <= 0) return;
   LaunchRecording::note(entry, args, shape);
+  if (LaunchRecording::capturing()) return;
   // Small work on an idle stream runs here, reading the arguments in place.
   Status status;
   if (stream.run_inline_if_idle(op_name, shape.bytes, [&]() {
@@ -221,6 +232,24 @@ void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const
                                   return Status();
                                 });
   check_status(status);
+}
+
+void run_now(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) { run(entry, args, shape); }
+
+void launch_work(Stream& stream, const char* op_name, size_t bytes, std::function<void()> work,
+                 std::vector<at::Tensor> keep_alive) {
+  Status status;
+  if (stream.run_inline_if_idle(op_name, bytes, [&]() {
+        work();
+        return Status();
+      }, status)) {
+    check_status(status);
+    return;
+  }
+  check_status(stream.enqueue(op_name, [work = std::move(work), keep_alive = std::move(keep_alive)]() {
+    work();
+    return Status();
+  }));
 }
 
 }  // namespace kiln::torch_integration::compiled

@@ -114,20 +114,39 @@ struct RecordedLaunch {
   LaunchShape shape;
 };
 
+//
+// With Mode::kCapture the launches are only noted, not run: the op returns
+// having queued nothing (a foreach op captures the launch of its first
+// tensor's op and replays it for every tensor, foreach_ops.h). Only for ops
+// whose every piece of device work goes through launch_kernel.
 class LaunchRecording {
  public:
-  LaunchRecording();
+  enum class Mode { kRecord, kCapture };
+  explicit LaunchRecording(Mode mode = Mode::kRecord);
   ~LaunchRecording();
   LaunchRecording(const LaunchRecording&) = delete;
   LaunchRecording& operator=(const LaunchRecording&) = delete;
   const std::vector<RecordedLaunch>& launches() const { return launches_; }
   // Notes a launch with the recording active on this thread, if any.
   static void note(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape);
+  // Whether the recording active on this thread captures (launches run not).
+  static bool capturing();
 
  private:
   LaunchRecording* previous_;
+  Mode mode_;
   std::vector<RecordedLaunch> launches_;
 };
+
+// Runs `entry` over `shape` in this thread, split over threads when large:
+// what a queued launch does when its turn comes.
+void run_now(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape);
+
+// Runs `work` (several launches, each by run_now: a foreach op's) as one piece
+// of stream work: in the caller when `stream` is idle and `bytes` small, else
+// queued, holding `keep_alive` until it has run.
+void launch_work(Stream& stream, const char* op_name, size_t bytes, std::function<void()> work,
+                 std::vector<at::Tensor> keep_alive);
 
 // launch_kernel, with the tensors to keep alive gathered by
 // `make_keep_alive()` only when the work is queued: an inline run needs none.

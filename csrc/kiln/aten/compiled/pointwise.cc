@@ -13,7 +13,7 @@ namespace {
 
 // The value of a CPU scalar operand as a launch argument of its kind.
 LaunchScalar read_cpu_scalar(const void* data, ir::DType dtype) {
-  LaunchScalar scalar;
+  LaunchScalar scalar{};
   switch (dtype) {
     case ir::DType::kBool: scalar.integer = *static_cast<const bool*>(data) ? 1 : 0; break;
     case ir::DType::kUInt8: scalar.integer = *static_cast<const uint8_t*>(data); break;
@@ -65,7 +65,9 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
   TORCH_CHECK(tensors <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
   const int64_t size0 = iter.ndim() == 0 ? 1 : iter.shape()[0];
 
-  LaunchArgs args;
+  // Zeroed: operands and scalar slots past the op's own read as null and 0,
+  // which a foreach op's replay of a captured launch relies on (foreach_ops.cc).
+  LaunchArgs args{};
   Signature signature(op_key);
   signature.append('|');
   c10::SmallVector<OperandPlan, 8> inputs;

@@ -17,7 +17,7 @@ def tensors(dtype, shapes=SHAPES, low=-3.0, high=3.0, seed=0):
     return [make(shape, dtype, low=low, high=high, generator=generator) for shape in shapes]
 
 
-def on_both(function, *lists, expect_replay=True, name=None, cpu_tensors=False, **keywords):
+def on_both(function, *lists, expect_replay=True, name=None, cpu_tensors=False, tolerance=None, **keywords):
     """function(*lists, **keywords) on the CPU and on kiln copies; compares
     the results and every list afterwards (in-place ops change them). A
     tensor argument goes to kiln too, unless `cpu_tensors`. With
@@ -48,7 +48,7 @@ def on_both(function, *lists, expect_replay=True, name=None, cpu_tensors=False, 
     if expect_replay:
         assert executed.get(name, {}).get("compiled") == 1, f"{name} did not replay: {executed}"
     if expected is not None:
-        assert_same(list(expected), list(actual), f"{name} results")
+        assert_same(list(expected), list(actual), f"{name} results", tolerance)
     for cpu_list, kiln_list in zip(lists, kiln_lists):
         if is_tensor_list(cpu_list):
             assert_same(cpu_list, kiln_list, f"{name} inputs afterwards")
@@ -212,3 +212,25 @@ def test_optimizers_match_the_cpu(make_optimizer):
             optimizer.step()
     assert_same(cpu_optimizer.param_groups[0]["params"], kiln_optimizer.param_groups[0]["params"],
                 "parameters after four steps", tolerance=(1e-5, 1e-6))
+
+
+NONEMPTY = [shape for shape in SHAPES if 0 not in shape]
+
+
+@pytest.mark.parametrize("ord", [2, 1, float("inf"), 3.0, 0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_norm(ord, dtype):
+    """A whole-tensor reduction per group: replayed with each group's size."""
+    on_both(torch._foreach_norm, tensors(dtype, shapes=NONEMPTY), ord, name="aten::_foreach_norm.Scalar")
+    on_both(lambda lists: torch._foreach_norm(lists, ord, dtype=torch.float64), tensors(dtype, shapes=NONEMPTY),
+            name="aten::_foreach_norm.Scalar")
+    # An empty tensor: its norm is 0, or an error for the infinity norm, as the
+    # op itself decides group by group.
+    on_both(torch._foreach_norm, tensors(dtype), ord, expect_replay=False)
+
+
+def test_norm_of_a_large_tensor_keeps_the_two_stage_reduction():
+    # 2^19 elements: the op reduces in two stages (all threads); a replay would
+    # reduce it in one, so the call runs group by group.
+    on_both(torch._foreach_norm, [make((1 << 19,), torch.float32), make((3,), torch.float32)], 2,
+            expect_replay=False, tolerance=(1e-5, 1e-5))  # summed in another order than the CPU

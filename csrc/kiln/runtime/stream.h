@@ -78,17 +78,18 @@ class Stream {
     return enqueue(name, Work(std::forward<Function>(work)));
   }
 
-  // Runs `work` in the caller if it touches at most kInlineLaunchBytes and the
+  // Runs `work` in the caller if it touches at most `limit` bytes and the
   // stream is idle, storing its Status in `status` and returning true; returns
   // false (running nothing) otherwise, and the caller enqueues. Lets a caller
   // pass work that refers to its locals, copying them only when it enqueues.
   template <typename Function>
-  bool run_inline_if_idle(const char* name, size_t bytes, Function&& work, Status& status) {
+  bool run_inline_if_idle(const char* name, size_t bytes, Function&& work, Status& status,
+                          size_t limit = kInlineLaunchBytes) {
     if (held_by_this_thread()) {
       status = run_held(name, work);
       return true;
     }
-    if (bytes > kInlineLaunchBytes || !try_begin_inline()) return false;
+    if (bytes > limit || !try_begin_inline()) return false;
     status = run_inline(work);
     end_inline();
     if (!status.ok()) status = with_stream_context(name, status);

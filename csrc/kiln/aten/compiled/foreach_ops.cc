@@ -5,6 +5,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -19,14 +20,18 @@
 namespace kiln::torch_integration::compiled {
 namespace {
 
-// A foreach overload and the pointwise op it applies to each group. The
-// pointwise schema takes the foreach op's arguments in the same order, each
-// list replaced by one of its tensors and a scalar list by one of its
-// scalars; arguments it has beyond them take their defaults.
+// A foreach overload and the op it applies to each group: a pointwise op,
+// or a reduction of the whole tensor (_foreach_norm). That op's schema takes
+// the foreach op's arguments in the same order, each list replaced by one of
+// its tensors and a scalar list by one of its scalars; arguments it has
+// beyond them take their defaults. `arguments` reorders when the schemas
+// differ: per argument of the per-group op, the foreach argument's index, or
+// '-' for its default.
 struct ForeachOpName {
   const char* name;       // "aten::_foreach_add_.List", also its op-tracking name
   const char* pointwise;  // "aten::add_"
   const char* overload;   // "Tensor"
+  const char* arguments = "";
 };
 
 // The Scalar, ScalarList and List overloads of a binary op, in place and
@@ -81,6 +86,8 @@ constexpr ForeachOpName kForeachOps[] = {
     KILN_FOREACH_UNARY(abs),
     KILN_FOREACH_UNARY(reciprocal),
     KILN_FOREACH_UNARY(sign),
+    // linalg_vector_norm(self, ord, dim, keepdim, *, dtype): the norm of each whole tensor.
+    {"aten::_foreach_norm.Scalar", "aten::linalg_vector_norm", "", "01--2"},
 };
 
 #undef KILN_FOREACH_BINARY
@@ -94,7 +101,10 @@ struct ForeachOp {
   const char* name = nullptr;
   std::optional<c10::OperatorHandle> pointwise;
   std::vector<ArgumentKind> kinds;     // per foreach argument
-  std::vector<c10::IValue> defaults;   // the pointwise op's arguments beyond those
+  // Per argument of the per-group op: the foreach argument's index, or -1
+  // for the default in `defaults`.
+  std::vector<int> sources;
+  std::vector<c10::IValue> defaults;
   bool in_place = false;               // the foreach op returns nothing
 };
 
@@ -115,12 +125,18 @@ ForeachOp resolve(const ForeachOpName& name, const c10::OperatorHandle& foreach)
   op.pointwise = c10::Dispatcher::singleton().findSchemaOrThrow(name.pointwise, name.overload);
   const auto& arguments = foreach.schema().arguments();
   const auto& pointwise_arguments = op.pointwise->schema().arguments();
-  TORCH_INTERNAL_ASSERT(pointwise_arguments.size() >= arguments.size(), name.name, " takes more arguments than ",
-                        name.pointwise, ".", name.overload);
   for (const c10::Argument& argument : arguments) op.kinds.push_back(kind_of(argument));
-  for (size_t a = arguments.size(); a < pointwise_arguments.size(); ++a) {
+  const std::string order = name.arguments;
+  TORCH_INTERNAL_ASSERT(order.empty() ? pointwise_arguments.size() >= arguments.size()
+                                      : order.size() == pointwise_arguments.size(),
+                        name.name, ": its arguments do not map onto ", name.pointwise, ".", name.overload, "'s");
+  for (size_t a = 0; a < pointwise_arguments.size(); ++a) {
+    int source = order.empty() ? (a < arguments.size() ? static_cast<int>(a) : -1)
+                               : (order[a] == '-' ? -1 : order[a] - '0');
+    op.sources.push_back(source);
+    if (source >= 0) continue;
     TORCH_INTERNAL_ASSERT(pointwise_arguments[a].default_value().has_value(), name.pointwise,
-                          " has an argument without default past ", name.name, "'s");
+                          " has an argument without default that ", name.name, " does not give");
     op.defaults.push_back(*pointwise_arguments[a].default_value());
   }
   op.in_place = foreach.schema().returns().empty();
@@ -176,8 +192,13 @@ Groups parse(const ForeachOp& op, const std::vector<c10::IValue>& arguments) {
 // viewed as one dim (what a capture runs on).
 torch::jit::Stack group_stack(const Groups& groups, size_t group, bool flat) {
   torch::jit::Stack stack;
-  stack.reserve(groups.arguments.size() + groups.op.defaults.size());
-  for (size_t a = 0; a < groups.arguments.size(); ++a) {
+  stack.reserve(groups.op.sources.size());
+  size_t next_default = 0;
+  for (int a : groups.op.sources) {
+    if (a < 0) {
+      stack.push_back(groups.op.defaults[next_default++]);
+      continue;
+    }
     switch (groups.op.kinds[a]) {
       case ArgumentKind::kTensorList: {
         const at::Tensor& tensor = groups.arguments[a].toListRef()[group].toTensor();
@@ -188,7 +209,6 @@ torch::jit::Stack group_stack(const Groups& groups, size_t group, bool flat) {
       default: stack.push_back(groups.arguments[a]);
     }
   }
-  for (const c10::IValue& value : groups.op.defaults) stack.push_back(value);
   return stack;
 }
 
@@ -260,6 +280,9 @@ struct Capture {
   c10::SmallVector<Source, 8> sources;  // per kernel operand
   size_t bytes_per_element = 0;
   at::TensorOptions result_options;     // functional ops: their result's
+  // A reduction of the whole group into one element (one position, the
+  // group's elements its cost), not one position per element.
+  bool reduction = false;
 };
 
 // The list whose tensor of `group` starts at `data`, when every list that
@@ -280,9 +303,10 @@ int list_at(const Groups& groups, size_t group, const char* data) {
   return found;
 }
 
-// The pointwise op's launch for `group`, run on its flat views and captured,
-// not run; nullopt when it is not one launch over one flat dim whose operands
-// are the group's tensors, its result or the shared 0-dim tensor.
+// The per-group op's launch for `group`, run on its flat views and captured,
+// not run; nullopt when it is not one launch over one flat dim (one position
+// per element, or one position reducing them all) whose operands are the
+// group's tensors, its result or the shared 0-dim tensor.
 std::optional<Capture> capture(const Groups& groups, size_t group) {
   torch::jit::Stack stack = group_stack(groups, group, /*flat=*/true);
   const int64_t elements = groups.tensor(0, group).numel();
@@ -294,16 +318,19 @@ std::optional<Capture> capture(const Groups& groups, size_t group) {
     result.launch = recording.launches().front();
   }
   const LaunchArgs& args = result.launch.args;
-  if (result.launch.shape.positions != elements || args.sizes[0] != elements) return std::nullopt;
+  const LaunchShape& shape = result.launch.shape;
   const at::Tensor* output = groups.op.in_place ? nullptr : &stack[0].toTensor();
   if (output != nullptr) result.result_options = output->options();
+  result.reduction = output != nullptr && output->dim() == 0 && shape.positions == 1 &&
+                     shape.cost_per_position == elements && elements >= 2;
+  if (args.sizes[0] != elements || (shape.positions != elements && !result.reduction)) return std::nullopt;
   for (int operand = 0; operand < ir::kMaxOperands && args.data[operand] != nullptr; ++operand) {
     const char* data = args.data[operand];
     const int64_t stride = args.strides[operand][0];
     int list = stride == 1 ? list_at(groups, group, data) : -1;
     if (list >= 0) {
       result.sources.push_back({Capture::Source::Kind::kList, list});
-    } else if (stride == 1 && output != nullptr && data == data_of(*output)) {
+    } else if (output != nullptr && data == data_of(*output) && stride == (result.reduction ? 0 : 1)) {
       result.sources.push_back({Capture::Source::Kind::kResult});
     } else if (stride == 0 && elements >= 2 && groups.shared != nullptr &&
                groups.shared->device().is_privateuseone() && data == data_of(*groups.shared)) {
@@ -318,15 +345,21 @@ std::optional<Capture> capture(const Groups& groups, size_t group) {
 }
 
 // Per group, which capture it replays: one capture per distinct scalar (all
-// groups share one without a scalar list), taken on the first group of that
-// scalar with two elements or more (or one, when there is none). Returns
-// false when a capture does not replay.
+// groups share one without a scalar list), taken on the largest group of
+// that scalar: a group the op would have split into more launches (a large
+// reduction) then fails the capture instead of being replayed as one.
+// Returns false when a capture does not replay, or a reduction has a group
+// without elements. Other groups without elements replay nothing.
 bool capture_groups(const Groups& groups, std::vector<Capture>& captures, std::vector<int>& capture_of) {
   capture_of.assign(groups.size, -1);
   std::vector<size_t> chosen;  // per capture, its group
+  bool has_empty_group = false;
   for (size_t group = 0; group < groups.size; ++group) {
     const int64_t elements = groups.tensor(0, group).numel();
-    if (elements == 0) continue;
+    if (elements == 0) {
+      has_empty_group = true;
+      continue;
+    }
     size_t index = 0;
     while (index < chosen.size() &&
            !(!groups.has_scalar_list || same_scalar(groups.scalars[chosen[index]], groups.scalars[group]))) {
@@ -334,7 +367,7 @@ bool capture_groups(const Groups& groups, std::vector<Capture>& captures, std::v
     }
     if (index == chosen.size()) {
       chosen.push_back(group);
-    } else if (groups.tensor(0, chosen[index]).numel() < 2 && elements >= 2) {
+    } else if (elements > groups.tensor(0, chosen[index]).numel()) {
       chosen[index] = group;
     }
     capture_of[group] = static_cast<int>(index);
@@ -342,6 +375,8 @@ bool capture_groups(const Groups& groups, std::vector<Capture>& captures, std::v
   for (size_t group : chosen) {
     std::optional<Capture> captured = capture(groups, group);
     if (!captured.has_value()) return false;
+    // A reduction of nothing may be an error (the infinity norm): the op decides, group by group.
+    if (captured->reduction && has_empty_group) return false;
     captures.push_back(std::move(*captured));
   }
   return true;
@@ -353,6 +388,8 @@ bool capture_groups(const Groups& groups, std::vector<Capture>& captures, std::v
 // another (a launch is 1.3 KB: copying it per group cost more than the rest).
 struct Replay {
   std::vector<RecordedLaunch> launches;  // per capture
+  std::vector<char> reductions;          // per capture: Capture::reduction
+  std::vector<int> operand_counts;       // per capture
   std::vector<int> capture;              // per launched group
   std::vector<int64_t> elements;
   std::vector<char*> data;               // the launched groups' operands, one after another
@@ -361,11 +398,15 @@ struct Replay {
     size_t next = 0;
     for (size_t launched = 0; launched < capture.size(); ++launched) {
       RecordedLaunch& launch = launches[capture[launched]];
-      for (int operand = 0; operand < ir::kMaxOperands && launch.args.data[operand] != nullptr; ++operand) {
+      for (int operand = 0; operand < operand_counts[capture[launched]]; ++operand) {
         launch.args.data[operand] = data[next++];
       }
       launch.args.sizes[0] = elements[launched];
-      launch.shape.positions = elements[launched];
+      if (reductions[capture[launched]]) {
+        launch.shape.cost_per_position = std::max<int64_t>(elements[launched], 1);
+      } else {
+        launch.shape.positions = elements[launched];
+      }
       run_now(launch.entry, launch.args, launch.shape);
     }
   }
@@ -375,7 +416,11 @@ std::vector<at::Tensor> run_replayed(const Groups& groups, const std::vector<Cap
                                      const std::vector<int>& capture_of) {
   std::vector<at::Tensor> results;
   Replay replay;
-  for (const Capture& captured : captures) replay.launches.push_back(captured.launch);
+  for (const Capture& captured : captures) {
+    replay.launches.push_back(captured.launch);
+    replay.reductions.push_back(captured.reduction);
+    replay.operand_counts.push_back(static_cast<int>(captured.sources.size()));
+  }
   replay.capture.reserve(groups.size);
   replay.elements.reserve(groups.size);
   replay.data.reserve(groups.size * captures.front().sources.size());
@@ -384,7 +429,10 @@ std::vector<at::Tensor> run_replayed(const Groups& groups, const std::vector<Cap
   size_t bytes = 0;
   for (size_t group = 0; group < groups.size; ++group) {
     const at::Tensor& self = groups.tensor(0, group);
-    if (!groups.op.in_place) results.push_back(at::empty(self.sizes(), captures.front().result_options));
+    if (!groups.op.in_place) {
+      results.push_back(captures.front().reduction ? at::empty({}, captures.front().result_options)
+                                                   : at::empty(self.sizes(), captures.front().result_options));
+    }
     for (size_t list = 0; list < groups.lists.size(); ++list) keep_alive.push_back(groups.tensor(list, group));
     if (capture_of[group] < 0) continue;  // no elements
     const Capture& captured = captures[capture_of[group]];
@@ -398,7 +446,7 @@ std::vector<at::Tensor> run_replayed(const Groups& groups, const std::vector<Cap
     }
     replay.capture.push_back(capture_of[group]);
     replay.elements.push_back(self.numel());
-    bytes += captured.bytes_per_element * static_cast<size_t>(self.numel());
+    bytes += captured.bytes_per_element * static_cast<size_t>(std::max<int64_t>(self.numel(), 1));
   }
   keep_alive.insert(keep_alive.end(), results.begin(), results.end());
   if (groups.shared != nullptr) keep_alive.push_back(*groups.shared);

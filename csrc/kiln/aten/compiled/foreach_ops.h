@@ -8,19 +8,24 @@
 // kernel lookup and a stream hand-off: about 2 us a tensor, so one AdamW step
 // over 30 parameters spent some 500 us of host time in nine foreach calls.
 //
-// Kiln calls the pointwise op once, on one group viewed as one dim, under a
-// LaunchRecording that captures its launch without running it (one capture
-// per distinct scalar of a scalar list). The launch is replayed for every
-// group with that group's data pointers and element count, and all of them go
-// to the stream as one task (launch_kernels, kernel_launch.h).
+// Kiln calls the per-group op once, on its largest group viewed as one dim,
+// under a LaunchRecording that captures its launch without running it (one
+// capture per distinct scalar of a scalar list). The launch is replayed for
+// every group with that group's data pointers and element count, and all of
+// them go to the stream as one task (launch_work, kernel_launch.h). The same
+// holds for _foreach_norm, whose per-group op reduces the whole tensor in one
+// launch of one position: its replay changes the reduced size instead.
 //
 // Replaying is exact only when every group would have made the same launch:
 // all tensors on one kiln device and contiguous, each list of one dtype, the
 // tensors of a group of one shape, scalars of one kind, and a capture that is
 // one launch over one flat dim whose operands are the group's tensors (or the
-// op's shared 0-dim tensor). Anything else (non-contiguous tensors, complex
-// dtypes, ops that launch twice) runs the pointwise op group by group, as
-// ATen's portable kernel does, with the same results and errors.
+// op's result, or its shared 0-dim tensor). Anything else (non-contiguous
+// tensors, complex dtypes, a reduction large enough for two stages, the norm
+// of an empty tensor) runs the op group by group, as ATen's portable kernel
+// does, with the same results and errors. Op tracking counts the replayed
+// call under the foreach op's name, and the capture once under the per-group
+// op's.
 #pragma once
 
 #include <torch/library.h>

@@ -242,7 +242,7 @@ void launch_work(Stream& stream, const char* op_name, size_t bytes, std::functio
   if (stream.run_inline_if_idle(op_name, bytes, [&]() {
         work();
         return Status();
-      }, status)) {
+      }, status, kInlineWorkBytes)) {
     check_status(status);
     return;
   }

@@ -185,7 +185,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
                std::abs(reduced_dims[0].strides[0]) <= std::abs(kept[0].strides[0]);
   const KernelDim& vector_dim = inner ? reduced_dims[0] : kept[0];
 
-  LaunchArgs args;
+  LaunchArgs args{};  // unused operands read as null (foreach_ops.cc replays captures)
   int64_t positions = 1, cost = 1;
   for (int dim = 0; dim < kernel_rank; ++dim) {
     const KernelDim& entry = dim < kept_rank ? kept[dim] : reduced_dims[dim - kept_rank];

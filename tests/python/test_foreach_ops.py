@@ -234,3 +234,22 @@ def test_norm_of_a_large_tensor_keeps_the_two_stage_reduction():
     # reduce it in one, so the call runs group by group.
     on_both(torch._foreach_norm, [make((1 << 19,), torch.float32), make((3,), torch.float32)], 2,
             expect_replay=False, tolerance=(1e-5, 1e-5))  # summed in another order than the CPU
+
+
+def test_norms_share_one_buffer_but_are_separate_tensors():
+    kiln_lists = [tensor.to("kiln") for tensor in tensors(torch.float32, shapes=NONEMPTY)]
+    norms = torch._foreach_norm(kiln_lists)
+    expected = [torch.linalg.vector_norm(tensor.cpu()) for tensor in kiln_lists]
+    norms[0].add_(100.0)
+    assert_same([expected[0] + 100.0] + expected[1:], list(norms), "one norm changed in place")
+    assert all(norm.dim() == 0 for norm in norms)
+
+
+def test_norm_backward():
+    leaves = tensors(torch.float32, shapes=NONEMPTY)
+    kiln_leaves = [tensor.to("kiln").requires_grad_() for tensor in leaves]
+    for tensor in leaves:
+        tensor.requires_grad_()
+    for group in (leaves, kiln_leaves):
+        sum(norm * (index + 1) for index, norm in enumerate(torch._foreach_norm(group))).backward()
+    assert_same([tensor.grad for tensor in leaves], [tensor.grad for tensor in kiln_leaves], "gradients")

@@ -412,9 +412,25 @@ struct Replay {
   }
 };
 
+// Element `index` of the 1-D `buffer` as a 0-dim tensor of its own, made
+// directly on the buffer's storage (no dispatcher call).
+at::Tensor element_of(const at::Tensor& buffer, int64_t index) {
+  at::Tensor element = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(buffer.storage()), buffer.key_set(),
+                                                                buffer.dtype());
+  element.unsafeGetTensorImpl()->set_sizes_and_strides(c10::IntArrayRef(), c10::IntArrayRef(),
+                                                       buffer.storage_offset() + index);
+  return element;
+}
+
 std::vector<at::Tensor> run_replayed(const Groups& groups, const std::vector<Capture>& captures,
                                      const std::vector<int>& capture_of) {
   std::vector<at::Tensor> results;
+  // A reduction's results share one buffer, one element each, as CUDA's
+  // _foreach_norm returns its norms: one allocation instead of one per group.
+  at::Tensor reduction_buffer;
+  if (!groups.op.in_place && captures.front().reduction) {
+    reduction_buffer = at::empty({static_cast<int64_t>(groups.size)}, captures.front().result_options);
+  }
   Replay replay;
   for (const Capture& captured : captures) {
     replay.launches.push_back(captured.launch);
@@ -430,7 +446,7 @@ std::vector<at::Tensor> run_replayed(const Groups& groups, const std::vector<Cap
   for (size_t group = 0; group < groups.size; ++group) {
     const at::Tensor& self = groups.tensor(0, group);
     if (!groups.op.in_place) {
-      results.push_back(captures.front().reduction ? at::empty({}, captures.front().result_options)
+      results.push_back(reduction_buffer.defined() ? element_of(reduction_buffer, static_cast<int64_t>(group))
                                                    : at::empty(self.sizes(), captures.front().result_options));
     }
     for (size_t list = 0; list < groups.lists.size(); ++list) keep_alive.push_back(groups.tensor(list, group));

@@ -253,3 +253,11 @@ def test_norm_backward():
     for group in (leaves, kiln_leaves):
         sum(norm * (index + 1) for index, norm in enumerate(torch._foreach_norm(group))).backward()
     assert_same([tensor.grad for tensor in leaves], [tensor.grad for tensor in kiln_leaves], "gradients")
+
+
+def test_a_cpu_tensor_in_a_kiln_list_is_refused_before_anything_changes():
+    kiln_lists = [tensor.to("kiln") for tensor in tensors(torch.float32, shapes=[(3,), (4,)])]
+    before = [tensor.cpu() for tensor in kiln_lists]
+    with pytest.raises(RuntimeError, match="device"):
+        torch._foreach_add_(kiln_lists, [torch.ones(3, device="kiln"), torch.ones(4)])
+    assert_same_list(before[:1], [kiln_lists[0].cpu()], "the first tensor changed")

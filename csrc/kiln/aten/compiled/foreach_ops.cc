@@ -180,6 +180,18 @@ Groups parse(const ForeachOp& op, const std::vector<c10::IValue>& arguments) {
   }
   TORCH_CHECK(!groups.has_scalar_list || groups.scalars.size() == groups.size,
               "Tensor list must have same number of elements as scalar list.");
+  // A tensor on another device fails the call before any group runs (group
+  // by group, the groups before it would have changed); a CPU 0-dim tensor is
+  // a scalar to the per-group op, as it is to any kiln op.
+  const c10::Device device = groups.tensor(0, 0).device();
+  for (const auto& list : groups.lists) {
+    for (const c10::IValue& value : list) {
+      const at::Tensor& tensor = value.toTensor();
+      TORCH_CHECK(!tensor.defined() || tensor.device() == device || (tensor.device().is_cpu() && tensor.dim() == 0),
+                  "Expected all tensors to be on the same device, but found at least two devices, ", device, " and ",
+                  tensor.device(), "! (in ", op.name, ")");
+    }
+  }
   if (groups.shared != nullptr) {
     TORCH_CHECK(groups.shared->dim() == 0 && groups.shared->numel() == 1,
                 "scalar tensor expected to be 0 dim but it has ", groups.shared->dim(), " dimensions and ",

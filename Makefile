@@ -30,6 +30,7 @@ bench: setup
 	$(PYTHON) bench/bench_native_ops.py
 	$(PYTHON) bench/bench_eager_ops.py
 	$(PYTHON) bench/bench_training.py
+	$(PYTHON) bench/bench_foreach.py
 
 operators: setup
 	$(PYTHON) tests/conformance/opinfo_sweep.py --dtypes float32,float16,bfloat16,int64,bool \

@@ -120,6 +120,42 @@ def test_dynamic_shapes_are_refused():
         compiled(torch.ones(3, device="kiln"))
 
 
+def test_inputs_the_graph_writes_in_place_are_updated_even_off_the_device():
+    """An input on another device runs as a kiln copy; a write to it in the
+    graph is copied back (an optimizer's step counters are CPU tensors)."""
+    def update(parameters, gradients, counter):
+        torch._foreach_mul_(parameters, 0.5)
+        torch._foreach_add_(parameters, gradients, alpha=0.1)
+        counter.add_(1)
+
+    parameters = [torch.ones(3, device="kiln"), torch.ones(2, device="kiln")]
+    gradients = [torch.ones(3, device="kiln"), torch.ones(2, device="kiln")]
+    counter = torch.zeros(())
+    compiled = torch.compile(update, backend="kiln")
+    compiled(parameters, gradients, counter)
+    compiled(parameters, gradients, counter)
+    assert counter.device.type == "cpu" and counter.item() == 2.0
+    for parameter in parameters:
+        torch.testing.assert_close(parameter.cpu(), torch.full(parameter.shape, 0.4))
+
+
+def test_a_compiled_optimizer_step_matches_the_cpu():
+    def train(device, compile_step):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+        step = torch.compile(optimizer.step, backend="kiln") if compile_step else optimizer.step
+        for index in range(3):
+            inputs = torch.randn(5, 8, generator=torch.Generator().manual_seed(index)).to(device)
+            model(inputs).square().mean().backward()
+            step()
+            optimizer.zero_grad()
+        return [parameter.detach().cpu() for parameter in model.parameters()]
+
+    for expected, actual in zip(train("cpu", False), train("kiln", True)):
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("dynamic", [False, None])
 def test_a_new_shape_compiles_a_new_program(dynamic):
     compiled = torch.compile(lambda x: (x * 2).sum(dim=-1), backend="kiln", dynamic=dynamic)

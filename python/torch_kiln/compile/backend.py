@@ -114,7 +114,8 @@ def _compile_graph(kind, options, gm, example_inputs):
 class _Runner:
     """Calls one program with AOTAutograd's boxed arguments: one list, which
     the runner empties so inputs are freed as soon as the program is done
-    with them."""
+    with them. Inputs on another device (an optimizer's CPU step counters)
+    run as kiln copies; those the graph writes in place are copied back."""
 
     def __init__(self, program, lowered):
         # An instance attribute, so wrappers that copy __dict__ keep it.
@@ -123,16 +124,17 @@ class _Runner:
         self.positions = lowered.input_positions
         self.constants = list(lowered.constant_inputs)
         self.outputs = lowered.outputs
+        self.mutated = lowered.mutated_inputs
         self.first_run = True
         self.device = torch.device("kiln", lowered.description["device_index"])
 
     def __call__(self, arguments):
-        tensors = [arguments[position] for position in self.positions]
+        given = [arguments[position] for position in self.positions]
         arguments.clear()
         if self.constants and self.constants[0].device != self.device:
             self.constants = [tensor.to(self.device) for tensor in self.constants]
         tensors = [tensor if tensor.device == self.device else tensor.to(self.device)
-                   for tensor in tensors] + self.constants
+                   for tensor in given] + self.constants
         if self.first_run:
             # The kernels of a new program compile on its first run: count that as compile time.
             self.first_run = False
@@ -141,6 +143,9 @@ class _Runner:
             statistics.record_first_run(before, _C._compiler_stats())
         else:
             results = self.program.run(tensors)
+        for index in self.mutated:
+            if index < len(given) and tensors[index] is not given[index]:
+                given[index].copy_(tensors[index])
         return [results[index] if kind == "value" else index for kind, index in self.outputs]
 
 

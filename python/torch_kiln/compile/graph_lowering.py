@@ -30,6 +30,7 @@ class LoweredGraph:
     outputs: list              # per graph output: ("value", i) into the program's outputs, or ("constant", x)
     eager_ops: list            # ops left to run eagerly through the CPU fallback
     node_count: int
+    mutated_inputs: list       # indices into the program's inputs that the graph writes in place
 
 
 def source_line(node):
@@ -106,6 +107,7 @@ class _Lowering:
         self.input_positions = []
         self.constant_inputs = []
         self.eager_ops = []
+        self.mutated_inputs = set()
         self.device_index = None
 
     def new_value(self, meta):
@@ -214,6 +216,10 @@ class _Lowering:
                 positional.append(None)
             else:
                 positional.append(value)
+        for position, argument in enumerate(schema.arguments):
+            if argument.alias_info is not None and argument.alias_info.is_write:
+                for _, _, ids in (entry for entry in tensor_arguments if entry[0] == position):
+                    self.mutated_inputs.update(self.inputs.index(i) for i in ids if i in self.inputs)
         results = self.extern_results(node, schema)
         self.nodes.append({
             "kind": "extern", "label": str(op), "name": schema.name, "overload": schema.overload_name,
@@ -277,4 +283,4 @@ def lower_graph(gm, fallback="error"):
     }
     node_count = sum(1 for node in gm.graph.nodes if node.op == "call_function")
     return LoweredGraph(description, lowering.input_positions, lowering.constant_inputs, outputs,
-                        lowering.eager_ops, node_count)
+                        lowering.eager_ops, node_count, sorted(lowering.mutated_inputs))

@@ -224,7 +224,7 @@ torch::jit::Stack group_stack(const Groups& groups, size_t group, bool flat) {
   return stack;
 }
 
-// What the portable kernel does: the pointwise op, group by group.
+// What the portable kernel does: the per-group op, group by group.
 std::vector<at::Tensor> run_group_by_group(const Groups& groups) {
   std::vector<at::Tensor> results;
   for (size_t group = 0; group < groups.size; ++group) {
@@ -235,7 +235,7 @@ std::vector<at::Tensor> run_group_by_group(const Groups& groups) {
   return results;
 }
 
-enum class ScalarKind { kNone, kFloating, kIntegral, kBoolean, kOther };
+enum class ScalarKind { kFloating, kIntegral, kBoolean, kOther };
 
 ScalarKind scalar_kind(const c10::IValue& value) {
   if (value.isDouble()) return ScalarKind::kFloating;

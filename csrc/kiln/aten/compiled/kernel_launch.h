@@ -114,11 +114,10 @@ struct RecordedLaunch {
   LaunchShape shape;
 };
 
-//
 // With Mode::kCapture the launches are only noted, not run: the op returns
-// having queued nothing (a foreach op captures the launch of its first
-// tensor's op and replays it for every tensor, foreach_ops.h). Only for ops
-// whose every piece of device work goes through launch_kernel.
+// having queued nothing (a foreach op captures the launch of one tensor's op
+// and replays it for every tensor, foreach_ops.h). Only for ops whose every
+// piece of device work goes through launch_kernel.
 class LaunchRecording {
  public:
   enum class Mode { kRecord, kCapture };
@@ -129,7 +128,8 @@ class LaunchRecording {
   const std::vector<RecordedLaunch>& launches() const { return launches_; }
   // Notes a launch with the recording active on this thread, if any.
   static void note(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape);
-  // Whether the recording active on this thread captures (launches run not).
+  // Whether the recording active on this thread captures (notes launches
+  // without running them).
   static bool capturing();
 
  private:
@@ -145,9 +145,9 @@ void run_now(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape
 // Runs `work` (several launches, each by run_now: a foreach op's) as one piece
 // of stream work touching `bytes`: in the caller when `stream` is idle and
 // `bytes` is at most kInlineWorkBytes, else queued, holding `keep_alive`
-// until it has run. The limit is above a single launch's (32 KiB): the many
-// small launches it replaces would have run inline one by one, and waking the
-// worker for them cost 40-100 us on a 2-core VM.
+// until it has run. The limit is above a single launch's (32 KiB): one call
+// stands for many launches, and handing them to a sleeping worker cost 40-100
+// us on a 2-core VM, more than running a megabyte of pointwise work.
 constexpr size_t kInlineWorkBytes = size_t{1} << 20;
 void launch_work(Stream& stream, const char* op_name, size_t bytes, std::function<void()> work,
                  std::vector<at::Tensor> keep_alive);

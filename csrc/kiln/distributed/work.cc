@@ -137,6 +137,7 @@ void Completer::loop() {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(bell_->mutex);
   auto stop_or_ring = [this] { return stopping_ || bell_->rung; };
+  std::vector<c10::intrusive_ptr<KilnWork>> batch;
   while (true) {
     if (queue_.empty()) {
       if (stopping_) return;
@@ -150,18 +151,35 @@ void Completer::loop() {
       bell_->rung = false;  // a submit's ring only wakes: its work waits its turn
       continue;
     }
-    const Clock::time_point due = queue_.front().submitted + kCompletionPoll;
-    if (!stop_or_ring() && Clock::now() < due) {
-      bell_->ready.wait_until(lock, due, stop_or_ring);
+    // What to take, from the front: everything when stopping or when a
+    // future was asked for (its work is somewhere in the queue, and works
+    // complete in order); otherwise the works that are due and, with them,
+    // those their callers already completed in wait(). So one wake-up
+    // releases every synchronous collective of the last kCompletionPoll,
+    // instead of one wake-up per collective.
+    size_t take = queue_.size();
+    if (!stop_or_ring()) {
+      const Clock::time_point now = Clock::now();
+      take = 0;
+      while (take < queue_.size() && (queue_[take].submitted + kCompletionPoll <= now ||
+                                      queue_[take].work->isCompleted())) {
+        ++take;
+      }
+    }
+    if (take == 0) {
+      bell_->ready.wait_until(lock, queue_.front().submitted + kCompletionPoll, stop_or_ring);
       continue;
     }
     bell_->rung = false;
-    c10::intrusive_ptr<KilnWork> work = std::move(queue_.front().work);
-    queue_.pop_front();
+    for (size_t i = 0; i < take; ++i) {
+      batch.push_back(std::move(queue_.front().work));
+      queue_.pop_front();
+    }
     lock.unlock();
-    work->complete_once();  // at once when its caller already completed it
+    for (const auto& work : batch) work->complete_once();  // at once when its caller completed it
     lock.lock();
-    finished_.push_back(std::move(work));
+    for (auto& work : batch) finished_.push_back(std::move(work));
+    batch.clear();
   }
 }
 

@@ -141,6 +141,28 @@ def test_threads_on_their_own_streams_get_correct_results():
     assert not errors, errors
 
 
+def test_a_loop_far_ahead_of_the_device_waits_for_room_and_loses_nothing():
+    # Thousands of small launches behind slow work fill the stream's bounded
+    # queue (Stream::kMaxQueued), so the loop waits for the worker. Each
+    # result's Python object is dropped while its work is still queued, and
+    # the worker needs the GIL to release it: the waiting thread must not hold
+    # it (a deadlock would time the subprocess out).
+    code = """
+        import torch
+        import torch_kiln
+        big = torch.randn(1024, 1024, device="kiln")
+        for _ in range(4):
+            big = big @ big / 32
+        values = torch.zeros(256, device="kiln")
+        for _ in range(4000):
+            values = values + 1
+        print(sorted(set(values.cpu().tolist())))
+    """
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[4000.0]"
+
+
 def test_exit_with_work_still_queued_is_clean():
     # The last references to tensors with Python objects may sit in queued
     # work; the stream is drained at exit, before Python finalizes, so the

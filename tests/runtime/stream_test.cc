@@ -377,6 +377,109 @@ TEST(Stream, CapturedStateIsReleasedOnceTheWorkHasRun) {
   EXPECT_TRUE(watch.expired());
 }
 
+// Queues, behind everything else on `stream`, work that waits for `gate`, and
+// returns once the worker has started it: from then on the queue is empty and
+// nothing queued runs until the gate opens.
+void occupy_worker(Stream& stream, const Gate& gate) {
+  auto started = std::make_shared<std::promise<void>>();
+  std::future<void> running = started->get_future();
+  ASSERT_TRUE(stream.enqueue("test::occupy", [started, opened = gate.opened()] {
+    started->set_value();
+    opened.wait();
+    return Status();
+  }).ok());
+  running.wait();
+}
+
+TEST(StreamBackPressure, EnqueueWaitsWhileTheQueueIsFullAndResumesInOrder) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  occupy_worker(stream, gate);
+  constexpr int kItems = static_cast<int>(Stream::kMaxQueued) + 1;
+  std::vector<int> order;  // touched only by the worker until synchronize()
+  order.reserve(kItems);
+  std::atomic<int> enqueued{0};
+  std::future<void> producer = std::async(std::launch::async, [&] {
+    for (int i = 0; i < kItems; ++i) {
+      ASSERT_TRUE(stream.enqueue("test::append", [&order, i] {
+        order.push_back(i);
+        return Status();
+      }).ok());
+      enqueued = i + 1;
+    }
+  });
+  // The last enqueue finds kMaxQueued items waiting and waits itself.
+  EXPECT_FALSE(ready_within(producer, std::chrono::milliseconds(200)));
+  EXPECT_EQ(enqueued.load(), kItems - 1);
+  gate.open();
+  producer.get();
+  ASSERT_TRUE(stream.synchronize().ok());
+  ASSERT_EQ(order.size(), static_cast<size_t>(kItems));
+  for (int i = 0; i < kItems; ++i) ASSERT_EQ(order[i], i);
+}
+
+bool refuse_to_wait() { return false; }
+
+TEST(StreamBackPressure, ThreadsTheWaitPermissionRefusesEnqueuePastTheBound) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  occupy_worker(stream, gate);
+  Stream::set_wait_permission(&refuse_to_wait);
+  std::atomic<int> ran{0};
+  std::future<void> producer = std::async(std::launch::async, [&] {
+    for (size_t i = 0; i < Stream::kMaxQueued + 10; ++i) {
+      ASSERT_TRUE(stream.enqueue("test::count", [&ran] {
+        ++ran;
+        return Status();
+      }).ok());
+    }
+  });
+  const bool returned = ready_within(producer, std::chrono::seconds(10));
+  Stream::set_wait_permission(nullptr);
+  gate.open();
+  EXPECT_TRUE(returned);
+  producer.get();
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_EQ(ran.load(), static_cast<int>(Stream::kMaxQueued + 10));
+}
+
+TEST(StreamBackPressure, AStreamWorkerEnqueuesOntoAFullStreamWithoutWaiting) {
+  Stream full(0, 1, false);
+  Stream other(0, 2, false);
+  Gate gate;
+  occupy_worker(full, gate);
+  for (size_t i = 0; i < Stream::kMaxQueued; ++i) {
+    ASSERT_TRUE(full.enqueue("test::nothing", [] { return Status(); }).ok());
+  }
+  auto forwarded = std::make_shared<std::promise<void>>();
+  std::future<void> done = forwarded->get_future();
+  ASSERT_TRUE(other.enqueue("test::forward", [&full, forwarded] {
+    Status status = full.enqueue("test::nothing", [] { return Status(); });
+    forwarded->set_value();
+    return status;
+  }).ok());
+  EXPECT_TRUE(ready_within(done, std::chrono::seconds(10)));
+  gate.open();
+  ASSERT_TRUE(other.synchronize().ok());
+  ASSERT_TRUE(full.synchronize().ok());
+}
+
+TEST(StreamBackPressure, EventMarkersNeverWait) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  occupy_worker(stream, gate);
+  for (size_t i = 0; i < Stream::kMaxQueued; ++i) {
+    ASSERT_TRUE(stream.enqueue("test::nothing", [] { return Status(); }).ok());
+  }
+  std::future<Status> marker = std::async(std::launch::async, [&] {
+    return stream.enqueue_without_waiting("test::marker", [] { return Status(); });
+  });
+  EXPECT_TRUE(ready_within(marker, std::chrono::seconds(10)));
+  gate.open();
+  EXPECT_TRUE(marker.get().ok());
+  ASSERT_TRUE(stream.synchronize().ok());
+}
+
 TEST(StreamLaunch, SmallWorkOnAnIdleStreamRunsBeforeLaunchReturns) {
   Stream stream(0, 1, false);
   std::thread::id ran_on;

@@ -27,6 +27,8 @@ class Gate {
     }
   }
   void wait() const { future_.wait(); }
+  // Ready once open() was called; work may hold it past the gate's life.
+  std::shared_future<void> opened() const { return future_; }
 
   // Queues a work item on `stream` that waits for open().
   Status hold(Stream& stream, const char* name = "test::gate") {

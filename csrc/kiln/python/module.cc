@@ -13,6 +13,7 @@
 #include "kiln/compiler/kernel_cache.h"
 #include "kiln/python/distributed_bindings.h"
 #include "kiln/python/program_bindings.h"
+#include "kiln/runtime/stream.h"
 
 namespace kiln::torch_integration {
 namespace {
@@ -75,10 +76,17 @@ py::dict executed_ops() {
   return result;
 }
 
+// A thread holding the GIL must not wait for room on a full stream: the
+// stream's worker may need the GIL to release a tensor's Python object
+// (Stream::enqueue). Ops called from Python run without it (PyTorch's bindings
+// release it), so a Python loop that runs ahead of the device still waits.
+bool may_wait_without_the_gil() { return !Py_IsInitialized() || !PyGILState_Check(); }
+
 }  // namespace
 
 PYBIND11_MODULE(_C, module) {
   module.doc() = "Bindings of the kiln device runtime (torch_kiln._C)";
+  Stream::set_wait_permission(&may_wait_without_the_gil);
   bind_program(module);
   bind_distributed(module);
 

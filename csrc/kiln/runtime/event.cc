@@ -13,7 +13,7 @@ Status Event::record(Stream& stream) {
   }
   std::shared_ptr<State> state = state_;
   bool timing = enable_timing_;
-  return stream.enqueue("kiln::event_record", [state, version, timing]() {
+  return stream.enqueue_without_waiting("kiln::event_record", [state, version, timing]() {
     auto now = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -36,7 +36,7 @@ Status Event::block(Stream& stream) {
     if (state_->completed_version >= version) return Status();  // nothing to wait for
   }
   std::shared_ptr<State> state = state_;
-  return stream.enqueue("kiln::event_wait", [state, version]() {
+  return stream.enqueue_without_waiting("kiln::event_wait", [state, version]() {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->completed.wait(lock, [&] { return state->completed_version >= version; });
     return Status();

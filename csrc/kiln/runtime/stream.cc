@@ -18,6 +18,7 @@ Stream::~Stream() {
     stopping_ = true;
   }
   work_available_.notify_all();
+  room_available_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
 
@@ -57,12 +58,40 @@ Stream::InlineRegion::~InlineRegion() {
   stream_.end_inline();
 }
 
-Status Stream::enqueue(const char* name, Work work) {
+namespace {
+
+std::atomic<Stream::WaitPermission> wait_permission{nullptr};
+thread_local bool on_stream_worker = false;
+
+bool may_wait_for_room() {
+  if (on_stream_worker) return false;
+  Stream::WaitPermission permission = wait_permission.load(std::memory_order_acquire);
+  return permission == nullptr || permission();
+}
+
+}  // namespace
+
+void Stream::set_wait_permission(WaitPermission permission) {
+  wait_permission.store(permission, std::memory_order_release);
+}
+
+Status Stream::enqueue(const char* name, Work work) { return push(name, std::move(work), true); }
+
+Status Stream::enqueue_without_waiting(const char* name, Work work) {
+  return push(name, std::move(work), false);
+}
+
+Status Stream::push(const char* name, Work work, bool may_wait) {
   if (held_by_this_thread()) return run_held(name, work);
   if (blocking_) return run_synchronously(name, work);
   bool wake;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (queue_.size() >= kMaxQueued && may_wait && may_wait_for_room()) {
+      ++room_waiters_;
+      room_available_.wait(lock, [this] { return queue_.size() < kMaxQueued || stopping_; });
+      --room_waiters_;
+    }
     queue_.push_back(Item{name, std::move(work)});
     queued_.store(queue_.size(), std::memory_order_release);
     if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
@@ -135,6 +164,7 @@ void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
 
 void Stream::worker_loop() {
   set_current_thread_name("kiln-stream-" + std::to_string(device_));
+  on_stream_worker = true;
   std::vector<Item> batch;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -144,6 +174,7 @@ void Stream::worker_loop() {
     // then meet on the lock once per batch, not once per op.
     batch.swap(queue_);
     queued_.store(0, std::memory_order_release);
+    if (room_waiters_ > 0) room_available_.notify_all();
     worker_busy_ = true;
     lock.unlock();
     Status failure;

@@ -54,7 +54,24 @@ class Stream {
   // Queues `work`; `name` (an op name such as "aten::add.Tensor", a string with
   // static lifetime) labels it in error messages. Returns ok unless the stream
   // is blocking and the work failed.
+  //
+  // Back-pressure, as CUDA bounds its launch queue: when kMaxQueued items
+  // already wait for the worker, enqueue() waits until the worker takes them,
+  // so a host that runs far ahead of the device does not queue unbounded work
+  // (and the tensors that work holds). Threads that must not wait enqueue past
+  // the bound: stream workers (releasing a tensor may launch), and threads the
+  // wait permission refuses (set_wait_permission).
+  static constexpr size_t kMaxQueued = 1024;
   Status enqueue(const char* name, Work work);
+  // enqueue() that never waits for room: for markers enqueued under other
+  // locks (events the caching allocator records while holding its own).
+  Status enqueue_without_waiting(const char* name, Work work);
+
+  // Whether the calling thread may wait in enqueue() for room. Unset: every
+  // thread but a stream worker may. Kiln's Python module refuses threads that
+  // hold the GIL, which a worker may need to release a tensor's Python object.
+  using WaitPermission = bool (*)();
+  static void set_wait_permission(WaitPermission permission);
 
   // Runs `work` after all queued work and returns its Status. When the stream
   // is idle the work runs in the calling thread, which avoids a thread hand-off
@@ -156,6 +173,7 @@ class Stream {
     }
   }
 
+  Status push(const char* name, Work work, bool may_wait);
   void worker_loop();
   // Waits for work without the lock for a short while, then on the condition.
   void wait_for_work(std::unique_lock<std::mutex>& lock);
@@ -170,6 +188,8 @@ class Stream {
   mutable std::mutex mutex_;
   std::condition_variable work_available_;
   std::condition_variable work_done_;
+  std::condition_variable room_available_;  // the worker took the queue
+  int room_waiters_ = 0;                    // threads waiting in enqueue() for room
   std::vector<Item> queue_;   // the worker takes it whole, one batch per lock
   bool worker_busy_ = false;   // the worker is running an item outside the lock
   bool caller_busy_ = false;   // run_synchronously is running work in its caller

@@ -5,9 +5,9 @@ CPU tensors, in one run (issue 6).
 Two ranks (processes) on this machine join one group with the backend string
 "cpu:gloo,kiln:kiln": CPU tensors go to Gloo, kiln tensors to Kiln's backend
 (whose transport is Gloo too, on host aliases of device memory). For each
-size from 1 KiB to 256 MiB (float32), the two take turns; each timing is one
-synchronous all_reduce(SUM) of a tensor whose contents were just written by
-an op on its device (finished before the clock starts). Reported: median microseconds and algorithm bandwidth
+size from 1 KiB to 256 MiB (float32), the two take turns call by call; each
+timing is one synchronous all_reduce(SUM) of a tensor whose contents were just
+written by an op on its device (finished before the clock starts). Reported: median microseconds and algorithm bandwidth
 (bytes / time), and kiln / gloo bandwidth. Target: >= 0.9 at every size.
 
     python bench/bench_allreduce.py [--max-mib 256] [--rounds 5] [--json out.json]
@@ -37,20 +37,23 @@ def sizes(max_mib):
         size *= 4
 
 
-def time_all_reduce(tensor, count):
+def time_all_reduce(tensors, count):
+    """Median seconds of one synchronous all_reduce per tensor; the tensors
+    take turns call by call, so both see the same moments of a noisy machine."""
     import torch
     import torch.distributed as dist
-    timings = []
+    timings = {name: [] for name in tensors}
     for _ in range(count):
-        tensor.fill_(1.0)  # an op on the device before each collective, as in training
-        if tensor.device.type == "kiln":
-            torch.kiln.synchronize()  # time the collective, not the fill before it
-        start = time.perf_counter()
-        dist.all_reduce(tensor)
-        if tensor.device.type == "kiln":
-            torch.kiln.synchronize()
-        timings.append(time.perf_counter() - start)
-    return statistics.median(timings)
+        for name, tensor in tensors.items():
+            tensor.fill_(1.0)  # an op on the device before each collective, as in training
+            if tensor.device.type == "kiln":
+                torch.kiln.synchronize()  # time the collective, not the fill before it
+            start = time.perf_counter()
+            dist.all_reduce(tensor)
+            if tensor.device.type == "kiln":
+                torch.kiln.synchronize()
+            timings[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in timings.items()}
 
 
 def rank_main(rank, store_path, max_mib, rounds, results):
@@ -64,9 +67,9 @@ def rank_main(rank, store_path, max_mib, rounds, results):
         elements = size // 4
         tensors = {"gloo": torch.empty(elements), "kiln": torch.empty(elements, device="kiln")}
         medians = {name: [] for name in tensors}
-        for _ in range(rounds):  # the two take turns, so background load hits both
-            for name, tensor in tensors.items():
-                medians[name].append(time_all_reduce(tensor, iterations(size)))
+        for _ in range(rounds):
+            for name, median in time_all_reduce(tensors, iterations(size)).items():
+                medians[name].append(median)
         table.append({"bytes": size, **{name: statistics.median(values)
                                         for name, values in medians.items()}})
     dist.destroy_process_group()

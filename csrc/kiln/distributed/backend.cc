@@ -6,6 +6,7 @@
 #include "kiln/c10/device_guard.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/distributed/abort_report.h"
+#include "kiln/runtime/thread_pool.h"
 
 namespace kiln::torch_integration::distributed {
 namespace {
@@ -39,6 +40,9 @@ void check_kiln(const c10d::Backend& backend, const TensorLists& lists, const ch
 void order_after_current_stream(const Tensors& tensors) {
   int device = tensors.empty() ? -1 : tensors.front().device().index();
   check_status(current_runtime_stream(device).synchronize());
+  // The transport brings its own threads: Kiln's pool workers, still polling
+  // after the launch that wrote these tensors, would take their cores.
+  ThreadPool::instance().stop_polling();
 }
 
 Tensors aliases(const Tensors& tensors) {

@@ -121,6 +121,9 @@ ProgramDescription description_from(const py::dict& description) {
   graph.outputs = ids_from(description["outputs"]);
   result.device_index = description["device_index"].cast<int>();
   if (description.contains("run_inline")) result.run_inline = description["run_inline"].cast<bool>();
+  if (description.contains("mutated_inputs")) {
+    result.mutated_inputs = description["mutated_inputs"].cast<std::vector<int>>();
+  }
   for (const py::handle& handle : py::list(description["nodes"])) {
     py::dict node = py::reinterpret_borrow<py::dict>(handle);
     ir::GraphNode graph_node;

@@ -115,7 +115,8 @@ class _Runner:
     """Calls one program with AOTAutograd's boxed arguments: one list, which
     the runner empties so inputs are freed as soon as the program is done
     with them. Inputs on another device (an optimizer's CPU step counters)
-    run as kiln copies; those the graph writes in place are copied back."""
+    run as kiln copies, and those the graph writes in place are copied back,
+    by the program itself (aten/program/program.h)."""
 
     def __init__(self, program, lowered):
         # An instance attribute, so wrappers that copy __dict__ keep it.
@@ -124,28 +125,22 @@ class _Runner:
         self.positions = lowered.input_positions
         self.constants = list(lowered.constant_inputs)
         self.outputs = lowered.outputs
-        self.mutated = lowered.mutated_inputs
         self.first_run = True
         self.device = torch.device("kiln", lowered.description["device_index"])
 
     def __call__(self, arguments):
-        given = [arguments[position] for position in self.positions]
+        tensors = [arguments[position] for position in self.positions]
         arguments.clear()
-        if self.constants and self.constants[0].device != self.device:
-            self.constants = [tensor.to(self.device) for tensor in self.constants]
-        tensors = [tensor if tensor.device == self.device else tensor.to(self.device)
-                   for tensor in given] + self.constants
         if self.first_run:
-            # The kernels of a new program compile on its first run: count that as compile time.
+            # Constants move once. The kernels of a new program compile on its
+            # first run: count that as compile time.
             self.first_run = False
+            self.constants = [tensor.to(self.device) for tensor in self.constants]
             before = _C._compiler_stats()
-            results = self.program.run(tensors)
+            results = self.program.run(tensors + self.constants)
             statistics.record_first_run(before, _C._compiler_stats())
         else:
-            results = self.program.run(tensors)
-        for index in self.mutated:
-            if index < len(given) and tensors[index] is not given[index]:
-                given[index].copy_(tensors[index])
+            results = self.program.run(tensors + self.constants if self.constants else tensors)
         return [results[index] if kind == "value" else index for kind, index in self.outputs]
 
 

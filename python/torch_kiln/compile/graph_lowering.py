@@ -30,7 +30,6 @@ class LoweredGraph:
     outputs: list              # per graph output: ("value", i) into the program's outputs, or ("constant", x)
     eager_ops: list            # ops left to run eagerly through the CPU fallback
     node_count: int
-    mutated_inputs: list       # indices into the program's inputs that the graph writes in place
 
 
 def source_line(node):
@@ -280,7 +279,8 @@ def lower_graph(gm, fallback="error"):
     description = {
         "values": lowering.values, "inputs": lowering.inputs, "outputs": program_outputs,
         "nodes": lowering.nodes, "device_index": lowering.device_index,
+        "mutated_inputs": sorted(lowering.mutated_inputs),  # program inputs written in place
     }
     node_count = sum(1 for node in gm.graph.nodes if node.op == "call_function")
     return LoweredGraph(description, lowering.input_positions, lowering.constant_inputs, outputs,
-                        lowering.eager_ops, node_count, sorted(lowering.mutated_inputs))
+                        lowering.eager_ops, node_count)

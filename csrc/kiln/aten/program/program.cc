@@ -252,7 +252,16 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
   TORCH_CHECK(inputs.size() == graph.inputs.size(), "kiln: the compiled graph takes ", graph.inputs.size(),
               " tensors, got ", inputs.size());
   std::vector<at::Tensor> values(graph.values.size());
-  for (size_t i = 0; i < inputs.size(); ++i) values[graph.inputs[i]] = inputs[i];
+  const c10::Device device(c10::DeviceType::PrivateUse1, description_.device_index);
+  std::vector<std::pair<size_t, at::Tensor>> moved;  // inputs that run as kiln copies, and the copies
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined() && inputs[i].device() != device) {
+      values[graph.inputs[i]] = inputs[i].to(device);
+      moved.emplace_back(i, values[graph.inputs[i]]);
+    } else {
+      values[graph.inputs[i]] = inputs[i];
+    }
+  }
   // An inline program on an idle stream runs whole in this thread (see
   // Stream::InlineRegion): its steps need no hand-off to the stream's worker,
   // and its library calls may use the OpenMP team of the process's initial
@@ -277,6 +286,12 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
   std::vector<at::Tensor> outputs;
   outputs.reserve(graph.outputs.size());
   for (ir::GraphValueId output : graph.outputs) outputs.push_back(values[output]);
+  const std::vector<int>& mutated = description_.mutated_inputs;
+  for (const auto& [input, copy] : moved) {
+    if (std::find(mutated.begin(), mutated.end(), static_cast<int>(input)) != mutated.end()) {
+      inputs[input].copy_(copy);
+    }
+  }
   return outputs;
 }
 

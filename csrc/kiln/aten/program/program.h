@@ -44,6 +44,9 @@ struct ProgramDescription {
   // graphs are queued step by step, so the caller's Python (loss, optimizer)
   // overlaps with the device's work.
   bool run_inline = true;
+  // Graph inputs (indices into graph.inputs) the graph writes in place. An
+  // input on another device runs as a kiln copy; these are copied back.
+  std::vector<int> mutated_inputs;
 };
 
 struct ProgramStatistics {
@@ -63,7 +66,8 @@ class Program {
   explicit Program(ProgramDescription description);
 
   // Runs the program on `inputs` (one per graph input, in order). Returns one
-  // tensor per graph output.
+  // tensor per graph output. An input on another device (an optimizer's CPU
+  // step counter) runs as a kiln copy, written back if the graph mutates it.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
 
   const ProgramStatistics& statistics() const { return statistics_; }

@@ -391,6 +391,15 @@ void occupy_worker(Stream& stream, const Gate& gate) {
   running.wait();
 }
 
+// occupy_worker(), then kMaxQueued items queued behind it: the next enqueue
+// that may wait would wait.
+void fill_to_the_bound(Stream& stream, const Gate& gate) {
+  occupy_worker(stream, gate);
+  for (size_t i = 0; i < Stream::kMaxQueued; ++i) {
+    ASSERT_TRUE(stream.enqueue("test::nothing", [] { return Status(); }).ok());
+  }
+}
+
 TEST(StreamBackPressure, EnqueueWaitsWhileTheQueueIsFullAndResumesInOrder) {
   Stream stream(0, 1, false);
   Gate gate;
@@ -447,10 +456,7 @@ TEST(StreamBackPressure, AStreamWorkerEnqueuesOntoAFullStreamWithoutWaiting) {
   Stream full(0, 1, false);
   Stream other(0, 2, false);
   Gate gate;
-  occupy_worker(full, gate);
-  for (size_t i = 0; i < Stream::kMaxQueued; ++i) {
-    ASSERT_TRUE(full.enqueue("test::nothing", [] { return Status(); }).ok());
-  }
+  fill_to_the_bound(full, gate);
   auto forwarded = std::make_shared<std::promise<void>>();
   std::future<void> done = forwarded->get_future();
   ASSERT_TRUE(other.enqueue("test::forward", [&full, forwarded] {
@@ -467,10 +473,7 @@ TEST(StreamBackPressure, AStreamWorkerEnqueuesOntoAFullStreamWithoutWaiting) {
 TEST(StreamBackPressure, EventMarkersNeverWait) {
   Stream stream(0, 1, false);
   Gate gate;
-  occupy_worker(stream, gate);
-  for (size_t i = 0; i < Stream::kMaxQueued; ++i) {
-    ASSERT_TRUE(stream.enqueue("test::nothing", [] { return Status(); }).ok());
-  }
+  fill_to_the_bound(stream, gate);
   std::future<Status> marker = std::async(std::launch::async, [&] {
     return stream.enqueue_without_waiting("test::marker", [] { return Status(); });
   });

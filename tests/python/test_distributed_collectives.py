@@ -195,15 +195,26 @@ def async_work_and_sub_groups(rank, size):
     doubled = tensor * 2
     check(doubled, torch.full((1000,), float(2 * sum(range(1, size + 1)) * 2)), "async all_reduce")
 
-    # Nobody waits: the completer thread finishes the work on its own (it
-    # takes works queued for a poll period, 2 ms), and AVG's division runs.
+    # Nobody waits on the work or looks at it: the completer thread finishes
+    # it on one of its passes (one per poll period), AVG's division included.
+    # Only the tensor's memory is watched, so nothing else completes it.
+    tensor = torch.full((1000,), float(rank + 1), device="kiln")
+    work = dist.all_reduce(tensor, op=dist.ReduceOp.AVG, async_op=True)
+    average = torch.full((1000,), (size + 1) / 2)
+    deadline = time.monotonic() + 10
+    while not torch.equal(tensor.cpu(), average):
+        assert time.monotonic() < deadline, "an unwaited work never completed"
+        time.sleep(0.001)
+    assert work.is_completed(), "the work's division ran but the work is not completed"
+    # When is_completed() first says True the division has run (a caller
+    # polling it completes a work whose transport is done itself).
     tensor = torch.full((1000,), float(rank + 1), device="kiln")
     work = dist.all_reduce(tensor, op=dist.ReduceOp.AVG, async_op=True)
     deadline = time.monotonic() + 10
     while not work.is_completed():
-        assert time.monotonic() < deadline, "an unwaited work never completed"
-        time.sleep(0.001)
-    check(tensor, torch.full((1000,), (size + 1) / 2), "unwaited async all_reduce(AVG)")
+        assert time.monotonic() < deadline, "a polled work never completed"
+        time.sleep(0.0001)
+    check(tensor, average, "polled async all_reduce(AVG)")
     # A future waited on instead of the work: getFuture rings the completer.
     tensor = torch.full((10,), float(rank), device="kiln")
     future = dist.all_reduce(tensor, async_op=True).get_future()

@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "kiln/base/thread_name.h"
+
 namespace kiln::torch_integration::distributed {
 namespace {
 
@@ -124,55 +126,49 @@ void Completer::submit(c10::intrusive_ptr<KilnWork> work) {
   {
     std::lock_guard<std::mutex> lock(bell_->mutex);
     last_submit_ = std::chrono::steady_clock::now();
-    queue_.push_back(Pending{std::move(work), last_submit_});
+    queue_.push_back(std::move(work));
     release.swap(finished_);
     wake = idle_;
-    if (wake) bell_->rung = true;
   }
   if (wake) bell_->ready.notify_one();
   // `release` goes out of scope here, on the caller's thread, without the lock.
 }
 
 void Completer::loop() {
+  set_current_thread_name("kiln-complete");
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(bell_->mutex);
   auto stop_or_ring = [this] { return stopping_ || bell_->rung; };
   std::vector<c10::intrusive_ptr<KilnWork>> batch;
   while (true) {
-    if (queue_.empty()) {
-      if (stopping_) return;
-      if (Clock::now() - last_submit_ >= kIdleAfter) {
-        idle_ = true;
-        bell_->ready.wait(lock, stop_or_ring);
-        idle_ = false;
-      } else {
-        bell_->ready.wait_for(lock, kCompletionPoll, stop_or_ring);
-      }
-      bell_->rung = false;  // a submit's ring only wakes: its work waits its turn
-      continue;
+    if (queue_.empty() && stopping_) return;
+    if (queue_.empty() && Clock::now() - last_submit_ >= kIdleAfter) {
+      idle_ = true;
+      bell_->ready.wait(lock, [&] { return stop_or_ring() || !queue_.empty(); });
+      idle_ = false;
+      continue;  // a submit only wakes: its work waits for the next pass
+    }
+    if (!stop_or_ring()) {
+      // One pass per period at most, however many works come in (a
+      // synchronous 1 KiB all_reduce takes well under a period).
+      bell_->ready.wait_for(lock, kCompletionPoll, stop_or_ring);
     }
     // What to take, from the front: everything when stopping or when a
     // future was asked for (its work is somewhere in the queue, and works
-    // complete in order); otherwise the works that are due and, with them,
-    // those their callers already completed in wait(). So one wake-up
-    // releases every synchronous collective of the last kCompletionPoll,
-    // instead of one wake-up per collective.
-    size_t take = queue_.size();
-    if (!stop_or_ring()) {
-      const Clock::time_point now = Clock::now();
-      take = 0;
-      while (take < queue_.size() && (queue_[take].submitted + kCompletionPoll <= now ||
-                                      queue_[take].work->isCompleted())) {
-        ++take;
-      }
-    }
-    if (take == 0) {
-      bell_->ready.wait_until(lock, queue_.front().submitted + kCompletionPoll, stop_or_ring);
-      continue;
-    }
+    // complete in order), waiting for their transport; otherwise only works
+    // whose transport is done, mostly those their callers already completed
+    // in wait(). A work still in flight waits for the next pass: blocking on
+    // it would wake this thread beside the caller waiting on it.
+    const bool everything = stop_or_ring();
     bell_->rung = false;
+    size_t take = queue_.size();
+    if (!everything) {
+      take = 0;
+      while (take < queue_.size() && queue_[take]->transport_done()) ++take;
+    }
+    if (take == 0) continue;
     for (size_t i = 0; i < take; ++i) {
-      batch.push_back(std::move(queue_.front().work));
+      batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
     lock.unlock();
@@ -183,7 +179,20 @@ void Completer::loop() {
   }
 }
 
-bool KilnWork::isCompleted() { return future_->completed(); }
+bool KilnWork::transport_done() const {
+  if (future_->completed()) return true;
+  for (const auto& work : transport_) {
+    if (!work->isCompleted()) return false;
+  }
+  return true;
+}
+
+bool KilnWork::isCompleted() {
+  // Polling callers see completion as soon as the transport is done, not at
+  // the completer's next pass.
+  if (!future_->completed() && transport_done()) complete_once();
+  return future_->completed();
+}
 
 bool KilnWork::isSuccess() const { return future_->completed() && !future_->hasError(); }
 

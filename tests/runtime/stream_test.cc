@@ -90,6 +90,31 @@ TEST(Stream, SynchronizeWaitsForAllQueuedWork) {
   EXPECT_TRUE(stream.query());
 }
 
+TEST(Stream, WorkLaunchedAfterStopPollingStillRuns) {
+  // stop_polling() sends a polling worker to sleep: a launch at any moment
+  // around it, while the worker polls or falls asleep, must still wake it.
+  Stream stream(0, 1, false);
+  std::atomic<int> done{0};
+  for (int round = 0; round < 200; ++round) {
+    ASSERT_TRUE(stream.enqueue("test::count", [&] {
+      done.fetch_add(1);
+      return Status();
+    }).ok());
+    ASSERT_TRUE(stream.synchronize().ok());  // the worker now polls for the next launch
+    stream.stop_polling();
+    if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::microseconds(round % 7 * 10));
+    auto ran = std::make_shared<std::promise<void>>();
+    std::future<void> ran_future = ran->get_future();
+    ASSERT_TRUE(stream.enqueue("test::count", [&done, ran] {
+      done.fetch_add(1);
+      ran->set_value();
+      return Status();
+    }).ok());
+    ASSERT_TRUE(ready_within(ran_future, std::chrono::milliseconds(5000))) << "round " << round;
+  }
+  EXPECT_EQ(done.load(), 400);
+}
+
 TEST(Stream, SynchronizeBlocksWhileWorkIsHeld) {
   Stream stream(0, 1, false);
   Gate gate;

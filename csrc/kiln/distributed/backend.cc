@@ -39,9 +39,12 @@ void check_kiln(const c10d::Backend& backend, const TensorLists& lists, const ch
 // reads and writes it directly.)
 void order_after_current_stream(const Tensors& tensors) {
   int device = tensors.empty() ? -1 : tensors.front().device().index();
-  check_status(current_runtime_stream(device).synchronize());
-  // The transport brings its own threads: Kiln's pool workers, still polling
-  // after the launch that wrote these tensors, would take their cores.
+  Stream& stream = current_runtime_stream(device);
+  check_status(stream.synchronize());
+  // The transport brings its own threads: the stream's worker and Kiln's
+  // pool workers, still polling after the launch that wrote these tensors,
+  // would take their cores.
+  stream.stop_polling();
   ThreadPool::instance().stop_polling();
 }
 

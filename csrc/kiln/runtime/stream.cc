@@ -152,7 +152,9 @@ void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
   if (ready()) return;
   lock.unlock();
   auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
+  const uint64_t hush = hush_.load(std::memory_order_acquire);
   while (queued_.load(std::memory_order_acquire) == 0 &&
+         hush_.load(std::memory_order_acquire) == hush &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::yield();
   }

@@ -119,6 +119,11 @@ class Stream {
   // returns at once (work of other threads waits for the region to end).
   Status synchronize();
 
+  // Sends a worker that is polling for the next launch to sleep now. Called
+  // before work that brings its own threads (a collective's transport), so
+  // the polling worker does not take their core.
+  void stop_polling() { hush_.fetch_add(1, std::memory_order_release); }
+
   // Holds the stream for the calling thread while it is idle; see the note at
   // the top. held() is false, and nothing changes, when the stream had work
   // queued or running, a failure pending, or the thread already holds a region; the
@@ -196,6 +201,7 @@ class Stream {
   bool stopping_ = false;
   bool worker_sleeping_ = false;       // the worker waits on work_available_
   std::atomic<size_t> queued_{0};      // queue_.size(), readable without the lock
+  std::atomic<uint64_t> hush_{0};      // bumped by stop_polling()
   Status first_failure_;
   std::thread worker_;         // started on the first enqueue
 };

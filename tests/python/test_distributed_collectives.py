@@ -215,6 +215,17 @@ def async_work_and_sub_groups(rank, size):
         assert time.monotonic() < deadline, "a polled work never completed"
         time.sleep(0.0001)
     check(tensor, average, "polled async all_reduce(AVG)")
+    # A callback on the future runs on the completer's thread and needs the
+    # GIL, while this thread polls is_completed(), which may wait for that
+    # same completion: it must not hold the GIL meanwhile (this would hang).
+    work = dist.all_reduce(torch.ones(1000, device="kiln"), async_op=True)
+    seen = []
+    chained = work.get_future().then(lambda future: seen.append(future.value()[0].device.type))
+    deadline = time.monotonic() + 10
+    while not work.is_completed():
+        assert time.monotonic() < deadline, "a work with a callback never completed"
+    chained.wait()
+    assert seen == ["kiln"], f"the callback saw {seen}"
     # A future waited on instead of the work: getFuture rings the completer.
     tensor = torch.full((10,), float(rank), device="kiln")
     future = dist.all_reduce(tensor, async_op=True).get_future()

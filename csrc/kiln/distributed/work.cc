@@ -24,6 +24,21 @@ std::string message_of(const std::exception_ptr& error) {
   }
 }
 
+// Runs `function` without the GIL when this thread holds it, and takes it
+// back afterwards, also when `function` throws.
+template <typename Function>
+void without_gil(Function&& function) {
+  if (!Py_IsInitialized() || !PyGILState_Check()) {
+    function();
+    return;
+  }
+  struct Restore {
+    PyThreadState* state;
+    ~Restore() { PyEval_RestoreThread(state); }
+  } restore{PyEval_SaveThread()};
+  function();
+}
+
 }  // namespace
 
 std::string CollectiveLabel::text() const {
@@ -111,13 +126,7 @@ Completer::~Completer() {
   // need the GIL: a caller holding it (Python destroying the process group)
   // lets it go while the thread finishes, as torch's own process-group
   // destructors do. The finished works are then released here, with it.
-  if (Py_IsInitialized() && PyGILState_Check()) {
-    Py_BEGIN_ALLOW_THREADS
-    thread_.join();
-    Py_END_ALLOW_THREADS
-  } else {
-    thread_.join();
-  }
+  without_gil([this] { thread_.join(); });
 }
 
 void Completer::submit(c10::intrusive_ptr<KilnWork> work) {
@@ -190,7 +199,10 @@ bool KilnWork::transport_done() const {
 bool KilnWork::isCompleted() {
   // Polling callers see completion as soon as the transport is done, not at
   // the completer's next pass.
-  if (!future_->completed() && transport_done()) complete_once();
+  // The completer thread may be completing this work at the same moment,
+  // running future callbacks that need the GIL (a Python comm hook): wait
+  // for it without holding the GIL.
+  if (!future_->completed() && transport_done()) without_gil([this] { complete_once(); });
   return future_->completed();
 }
 

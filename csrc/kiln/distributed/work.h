@@ -13,6 +13,7 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -125,11 +126,21 @@ class KilnWork : public c10d::Work {
   // in wait() that gets there first (a synchronous collective then does not
   // wait for the completer thread to wake).
   void complete();
-  void complete_once() { std::call_once(completed_, [this] { complete(); }); }
+  // Not std::call_once: glibc's pthread_once makes a futex wake-up system
+  // call after every first run, one per collective; an uncontended mutex
+  // makes none.
+  void complete_once() {
+    if (completed_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(completing_);
+    if (completed_.load(std::memory_order_relaxed)) return;
+    complete();
+    completed_.store(true, std::memory_order_release);
+  }
   // Whether completing would not wait: the transport's works are all done
   // (or this work already completed). Does not block.
   bool transport_done() const;
-  std::once_flag completed_;
+  std::mutex completing_;             // held while complete() runs
+  std::atomic<bool> completed_{false};  // complete() has run
   c10::DistBackendError error(const std::string& cause) const;
 
   std::shared_ptr<CompletionBell> bell_;  // set by start()

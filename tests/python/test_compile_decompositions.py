@@ -1,13 +1,14 @@
 """The kiln backend's own decompositions (torch_kiln/compile/decompositions.py):
 max_pool2d_with_indices with non-overlapping windows as a scan over strided
-views, var_mean in two passes, and batch norm through PyTorch's
-decompositions. Each is compared with ATen's CPU kernel, directly (on CPU
-tensors) and through torch.compile on kiln, where values and indices must be
-exactly ATen's."""
+views, var_mean in two passes, _safe_softmax from the softmax's own maximum,
+and batch norm through PyTorch's decompositions. Each is compared with ATen's
+CPU kernel, directly (on CPU tensors) and through torch.compile on kiln, where
+values and indices must be exactly ATen's."""
 import math
 
 import pytest
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn import functional
 
 import torch_kiln
@@ -169,3 +170,79 @@ def test_compiled_normalizations_match_the_cpu_with_gradients(operation, dim, dt
             assert got is None, name
         else:
             torch.testing.assert_close(got, want, msg=name)
+
+
+def softmax_input(shape, dtype, dim, seed=4):
+    """Scores with a row of only -inf (a fully masked query), a row masked
+    but for one key, a row with a NaN, and -inf mixed in elsewhere."""
+    generator = torch.Generator().manual_seed(seed)
+    x = (torch.randn(shape, generator=generator) * 3).to(dtype).movedim(dim, -1).contiguous()
+    rows = x.view(-1, x.shape[-1])
+    rows[0] = float("-inf")
+    rows[1, 1:] = float("-inf")
+    rows[2, 0] = float("nan")
+    rows[3, ::2] = float("-inf")
+    return x.movedim(-1, dim)
+
+
+SAFE_SOFTMAX_CASES = [
+    ((4, 6, 10), -1, None), ((4, 6, 10), 1, None), ((5, 7), 0, None),
+    ((2, 3, 4, 9), -1, torch.float64),   # the dtype argument converts first
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim,result_dtype", SAFE_SOFTMAX_CASES)
+def test_safe_softmax_decomposition_is_pytorchs_bit_for_bit(shape, dim, result_dtype, dtype):
+    # Traced with the backend's table, as AOTAutograd traces it, the graph
+    # gives the values of the one PyTorch's decomposition gives (on the CPU's
+    # kernels), and ATen's own softmax kernel's within rounding.
+    x = softmax_input(shape, dtype, dim)
+
+    def traced(table):
+        return make_fx(lambda t: aten._safe_softmax(t, dim, dtype=result_dtype), decomposition_table=table)(x)
+
+    table = decompositions.decompositions()
+    replaced_table = dict(table)
+    replaced_table[aten._safe_softmax.default] = decompositions._pytorch_safe_softmax
+    result, replaced = traced(table)(x), traced(replaced_table)(x)
+    assert result.dtype == replaced.dtype
+    torch.testing.assert_close(result, replaced, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(result, aten._safe_softmax(x, dim, dtype=result_dtype), equal_nan=True)
+    masked_row = result.movedim(dim, -1).reshape(-1, shape[dim])[0]
+    assert torch.equal(masked_row, torch.zeros_like(masked_row)), "a fully masked row must give zeros"
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), ()])
+def test_safe_softmax_of_empty_and_scalar_inputs_is_pytorchs(shape):
+    x = torch.randn(shape)
+    torch.testing.assert_close(decompositions.safe_softmax(x, -1), aten._safe_softmax(x, -1), rtol=0, atol=0)
+
+
+def test_compiled_attention_with_a_fully_masked_row_needs_no_second_pass():
+    # Boolean masks make scaled_dot_product_attention's math path call
+    # _safe_softmax; query 0 may attend to no key.
+    generator = torch.Generator().manual_seed(5)
+    query, key, value = (torch.randn(2, 3, 6, 8, generator=generator) for _ in range(3))
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    mask[0] = False
+
+    def attention(q, k, v, m):
+        return functional.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    expected = attention(query, key, value, mask)
+    with torch.no_grad():
+        result = torch.compile(attention, backend="kiln")(*(t.to("kiln") for t in (query, key, value, mask)))
+    torch.testing.assert_close(result.cpu(), expected)
+    assert torch.equal(result[:, :, 0].cpu(), torch.zeros(2, 3, 8)), "the masked query must give zeros"
+
+
+def test_compiled_safe_softmax_makes_one_pass_fewer():
+    x = softmax_input((3, 5, 12), torch.float32, -1)
+    with torch.no_grad():
+        result = torch.compile(lambda t: aten._safe_softmax(t, -1), backend="kiln")(x.to("kiln"))
+    torch.testing.assert_close(result.cpu(), aten._safe_softmax(x, -1), equal_nan=True)
+    # The maximum, the exponentials, their sum, then the division with the
+    # masked rows' zeros: no second reduction over the input to find them.
+    stats = torch_kiln.compile_stats()
+    assert stats["kernels"] <= 4, stats

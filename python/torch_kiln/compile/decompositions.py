@@ -16,6 +16,10 @@ eager kernel runs the whole op.
   running maximum when greater or NaN, and the index is that tap's offset in
   its input plane. Where the indices are not used (inference), the program
   computes none. Other pools stay one call of Kiln's kernel.
+- _safe_softmax (attention's softmax: a row of only -inf gives zeros, not
+  NaN) finds those rows from the softmax's own row maximum, instead of
+  PyTorch's second reduction over the whole input (eq, all): one pass over
+  the attention scores fewer, with the same values.
 """
 import functools
 
@@ -54,6 +58,31 @@ def var_mean(input, dim=None, *, correction=None, keepdim=False):
     squares = torch.sum(torch.square(input - mean), dims, keepdim=keepdim)
     variance = squares / max(count - correction, 0)
     return variance, (mean if keepdim else torch.squeeze(mean, dims))
+
+
+def safe_softmax(self, dim, dtype=None):
+    """softmax(self, dim, dtype) with the rows whose inputs are all -inf set
+    to 0. A row is all -inf exactly when its maximum is -inf (a NaN makes the
+    maximum NaN, and such a row stays NaN, as in PyTorch's decomposition). The
+    softmax is PyTorch's _softmax decomposition written out, so that its
+    maximum is the one tested: computed in float for half types, rounded to
+    the result's dtype after."""
+    x = self if dtype is None else self.to(dtype)
+    if x.numel() == 0 or x.dim() == 0 or not x.dtype.is_floating_point:
+        return _pytorch_safe_softmax(self, dim, dtype)
+    computation = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    values = x.contiguous().to(computation)
+    maximum = torch.amax(values, dim, keepdim=True)
+    unnormalized = torch.exp(values - maximum)
+    result = (unnormalized / torch.sum(unnormalized, dim, keepdim=True)).to(x.dtype)
+    # Tested at the result's size, so the test fuses into the division's kernel.
+    fully_masked = torch.eq(maximum.expand(result.shape), float("-inf"))
+    return torch.where(fully_masked, torch.zeros_like(result), result)
+
+
+def _pytorch_safe_softmax(self, dim, dtype=None):
+    from torch._decomp.decompositions import safe_softmax as pytorch_safe_softmax
+    return pytorch_safe_softmax(self, dim, dtype)
 
 
 def _pair(values, default=None):
@@ -102,6 +131,7 @@ def _table():
     table.update(get_decompositions(_FROM_PYTORCH))
     table[aten.max_pool2d_with_indices.default] = max_pool2d_with_indices
     table[aten.var_mean.correction] = var_mean
+    table[aten._safe_softmax.default] = safe_softmax
     return table
 
 

@@ -197,11 +197,10 @@ bool KilnWork::transport_done() const {
 }
 
 bool KilnWork::isCompleted() {
-  // Polling callers see completion as soon as the transport is done, not at
-  // the completer's next pass.
-  // The completer thread may be completing this work at the same moment,
-  // running future callbacks that need the GIL (a Python comm hook): wait
-  // for it without holding the GIL.
+  // A caller polling sees completion as soon as the transport is done, not
+  // at the completer's next pass. The completer thread may be completing
+  // this work at the same moment, running future callbacks that need the GIL
+  // (a Python comm hook), so this waits for it without holding the GIL.
   if (!future_->completed() && transport_done()) without_gil([this] { complete_once(); });
   return future_->completed();
 }

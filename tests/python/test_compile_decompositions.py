@@ -91,6 +91,23 @@ def test_compiled_max_pool_matches_the_cpu_with_indices_and_gradient(dtype):
     torch.testing.assert_close(kiln_input.grad.cpu(), cpu_input.grad)
 
 
+def test_compiled_pool_indices_are_the_window_corners_plus_one_constant_per_tap():
+    # The corners (oh * kh * W + ow * kw) are one small tensor: two scaled
+    # aranges and their sum. Each tap adds its constant inside the scan's
+    # kernel, instead of three small kernels of its own per tap.
+    def pool(x):
+        return functional.max_pool2d(x, 2, return_indices=True)
+
+    x = pool_input((2, 4, 10, 6))
+    with torch.no_grad():
+        values, indices = torch.compile(pool, backend="kiln")(x.to("kiln"))
+    expected_values, expected_indices = pool(x)
+    torch.testing.assert_close(values.cpu(), expected_values, equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(indices.cpu(), expected_indices)
+    stats = torch_kiln.compile_stats()
+    assert stats["kernels"] <= 4, stats
+
+
 def test_compiled_pool_after_relu_runs_in_one_kernel_without_the_pool_kernel():
     def block(x):
         return functional.max_pool2d(torch.relu(x), 2)

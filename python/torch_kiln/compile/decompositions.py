@@ -108,20 +108,24 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
         return NotImplemented
     # Every tap's view first, then the scan: the graph compiler fuses a
     # chain of pointwise ops that no other call interrupts.
-    taps, offsets = [], []
-    rows = torch.arange(output_height, device=input.device) * kernel[0]
+    # A tap's offset in its plane, (oh * kh + row) * W + ow * kw + column, is
+    # the window's corner plus the tap's place in the window (row * W +
+    # column). The corners are one small tensor; each tap adds its constant
+    # at the taps' size, inside the scan's kernel.
+    taps, tap_offsets = [], []
+    rows = torch.arange(output_height, device=input.device) * (kernel[0] * width)
     columns = torch.arange(output_width, device=input.device) * kernel[1]
+    corners = (rows[:, None] + columns).expand(input.shape[:-2] + (output_height, output_width))
     for row in range(kernel[0]):
         for column in range(kernel[1]):
             taps.append(input[..., row:row + kernel[0] * output_height:kernel[0],
                               column:column + kernel[1] * output_width:kernel[1]])
-            # The tap's offset in its plane: (oh * kh + row) * W + ow * kw + column.
-            offsets.append(((rows + row) * width)[:, None] + (columns + column))
-    best, index = taps[0], offsets[0].expand(taps[0].shape)
-    for tap, offset in zip(taps[1:], offsets[1:]):
+            tap_offsets.append(row * width + column)
+    best, index = taps[0], corners + tap_offsets[0]
+    for tap, tap_offset in zip(taps[1:], tap_offsets[1:]):
         better = (tap > best) | torch.isnan(tap)
         best = torch.where(better, tap, best)
-        index = torch.where(better, offset, index)
+        index = torch.where(better, corners + tap_offset, index)
     return best.contiguous(), index.contiguous()
 
 

@@ -121,7 +121,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
             taps.append(input[..., row:row + kernel[0] * output_height:kernel[0],
                               column:column + kernel[1] * output_width:kernel[1]])
             tap_offsets.append(row * width + column)
-    best, index = taps[0], corners + tap_offsets[0]
+    best, index = taps[0], corners  # the first tap is the corner itself
     for tap, tap_offset in zip(taps[1:], tap_offsets[1:]):
         better = (tap > best) | torch.isnan(tap)
         best = torch.where(better, tap, best)

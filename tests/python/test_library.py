@@ -180,3 +180,28 @@ def test_bad_convolution_raises_at_the_call():
         torch.nn.functional.conv2d(torch.randn(1, 3, 5, 5, device="kiln"),
                                    torch.randn(2, 4, 3, 3, device="kiln"))
     assert torch.kiln.current_stream().query()
+
+
+@pytest.mark.parametrize("batch", [2, 0])
+@pytest.mark.parametrize("needs", ["bias", "weight and bias", "all"])
+def test_convolution_bias_gradient_is_the_sum_of_the_output_gradient(batch, needs):
+    # The library path computes the bias gradient apart from oneDNN's weight
+    # gradient (convolution.cc); each subset of gradients must still match.
+    torch.manual_seed(0)
+    layer = torch.nn.Conv2d(3, 5, 3, padding=1)
+    device_layer = torch.nn.Conv2d(3, 5, 3, padding=1).to("kiln")
+    device_layer.load_state_dict(layer.state_dict())
+    for module in (layer, device_layer):
+        module.weight.requires_grad_(needs != "bias")
+    x = torch.randn(batch, 3, 6, 7, requires_grad=needs == "all")
+    device_x = x.detach().to("kiln").requires_grad_(needs == "all")
+    grad = torch.randn(batch, 5, 6, 7)
+    layer(x).backward(grad)
+    device_layer(device_x).backward(grad.to("kiln"))
+    torch.testing.assert_close(device_layer.bias.grad.cpu(), layer.bias.grad, rtol=1e-5, atol=1e-5)
+    if needs != "bias":
+        torch.testing.assert_close(device_layer.weight.grad.cpu(), layer.weight.grad, rtol=1e-4, atol=1e-5)
+    else:
+        assert device_layer.weight.grad is None
+    if needs == "all":
+        torch.testing.assert_close(device_x.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)

@@ -50,13 +50,14 @@ TEST(Stream, RunsWorkInOrder) {
 
 TEST(Stream, RunsWorkOnAWorkerThread) {
   Stream stream(0, 1, false);
-  std::thread::id ran_on;
+  std::promise<std::thread::id> ran_on;
   ASSERT_TRUE(stream.enqueue("test::where", [&] {
-    ran_on = std::this_thread::get_id();
+    ran_on.set_value(std::this_thread::get_id());
     return Status();
   }).ok());
+  // Waited for without synchronize(), which would run queued work itself.
+  EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());
   ASSERT_TRUE(stream.synchronize().ok());
-  EXPECT_NE(ran_on, std::this_thread::get_id());
 }
 
 TEST(Stream, EnqueueReturnsBeforeTheWorkRuns) {
@@ -540,8 +541,8 @@ TEST(StreamLaunch, LargeWorkIsQueued) {
     ran_on.set_value(std::this_thread::get_id());
     return Status();
   }).ok());
+  EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());  // before synchronize()
   ASSERT_TRUE(stream.synchronize().ok());
-  EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());
 }
 
 TEST(StreamLaunch, InlineFailureIsReturnedNamingTheOp) {

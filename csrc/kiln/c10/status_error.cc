@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "kiln/c10/caller_scope.h"
+
 namespace kiln::torch_integration {
 
 void check_status(const Status& status) {
@@ -28,6 +30,7 @@ Runtime& runtime() {
   Runtime* instance = cached.load(std::memory_order_acquire);
   if (instance != nullptr && !Runtime::in_bad_fork()) return *instance;
   instance = value_or_throw(Runtime::get());
+  install_caller_scope();
   cached.store(instance, std::memory_order_release);
   return *instance;
 }

@@ -71,6 +71,14 @@ bool may_wait_for_room() {
 
 }  // namespace
 
+bool Stream::running_queued_work() { return on_stream_worker; }
+
+std::atomic<Stream::CallerScope> Stream::caller_scope_{nullptr};
+
+void Stream::set_caller_scope(CallerScope scope) {
+  caller_scope_.store(scope, std::memory_order_release);
+}
+
 void Stream::set_wait_permission(WaitPermission permission) {
   wait_permission.store(permission, std::memory_order_release);
 }
@@ -104,12 +112,12 @@ Status Stream::push(const char* name, Work work, bool may_wait) {
 Status Stream::run_synchronously(const char* name, const Work& work) {
   if (held_by_this_thread()) return run_held(name, work);
   std::unique_lock<std::mutex> lock(mutex_);
-  work_done_.wait(lock, [this] { return queue_.empty() && !worker_busy_ && !caller_busy_; });
+  finish_queued_work(lock);
   Status earlier = take_failure();
   if (!earlier.ok()) return earlier;
   caller_busy_ = true;
   lock.unlock();
-  Status status = run_inline(work);
+  Status status = run_in_caller(work);
   end_inline();
   return status.ok() ? status : with_stream_context(name, status);
 }
@@ -136,8 +144,69 @@ void Stream::end_inline() {
 Status Stream::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (held_by_this_thread()) return take_failure();
-  work_done_.wait(lock, [this] { return queue_.empty() && !worker_busy_ && !caller_busy_; });
+  finish_queued_work(lock);
   return take_failure();
+}
+
+void Stream::finish_queued_work(std::unique_lock<std::mutex>& lock) {
+  auto idle = [this] { return queue_.empty() && !worker_busy_ && !caller_busy_; };
+  if (on_stream_worker) {  // a worker runs its own stream's work only
+    work_done_.wait(lock, idle);
+    return;
+  }
+  std::vector<Item> batch;
+  while (!idle()) {
+    if (caller_busy_) {  // another thread runs the work: wait for it
+      work_done_.wait(lock, [this] { return !caller_busy_; });
+      continue;
+    }
+    if (worker_busy_) {  // the worker hands back the rest after its current item
+      takeover_.store(true, std::memory_order_release);
+      work_done_.wait(lock, [this] { return !worker_busy_; });
+      continue;
+    }
+    takeover_.store(false, std::memory_order_relaxed);
+    caller_busy_ = true;
+    batch.swap(queue_);
+    queued_.store(0, std::memory_order_release);
+    if (room_waiters_ > 0) room_available_.notify_all();
+    lock.unlock();
+    Status failure;
+    const char* failed_name = nullptr;
+    // As on the worker: a launch from inside the work (a tensor's release)
+    // queues behind it and must not wait for room this thread would make.
+    on_stream_worker = true;
+    auto run_all = [&] {
+      run_batch(batch, nullptr, failure, failed_name);
+      return Status();
+    };
+    run_in_caller(run_all);
+    on_stream_worker = false;
+    batch.clear();
+    lock.lock();
+    caller_busy_ = false;
+    if (!failure.ok()) record_failure(failed_name, failure);
+  }
+  takeover_.store(false, std::memory_order_relaxed);
+  work_done_.notify_all();  // other waiters of this stream
+}
+
+size_t Stream::run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop, Status& failure,
+                         const char*& failed_name) {
+  size_t next = 0;
+  for (; next < batch.size(); ++next) {
+    if (stop != nullptr && stop->load(std::memory_order_acquire)) break;
+    Item& item = batch[next];
+    Status status = run_inline(item.work);
+    // Release what the work captured (tensors whose deleters may free memory
+    // and enqueue onto streams) before taking the lock again.
+    item.work = nullptr;
+    if (!status.ok() && failure.ok()) {
+      failure = status;
+      failed_name = item.name;
+    }
+  }
+  return next;
 }
 
 bool Stream::query() const {
@@ -147,7 +216,8 @@ bool Stream::query() const {
 
 void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
   auto ready = [this] {
-    return (!queue_.empty() && !caller_busy_) || (stopping_ && queue_.empty());
+    return (!queue_.empty() && !caller_busy_ && !takeover_.load(std::memory_order_relaxed)) ||
+           (stopping_ && queue_.empty());
   };
   if (ready()) return;
   lock.unlock();
@@ -181,21 +251,18 @@ void Stream::worker_loop() {
     lock.unlock();
     Status failure;
     const char* failed_name = nullptr;
-    for (Item& item : batch) {
-      Status status = run_inline(item.work);
-      // Release what the work captured (tensors whose deleters may free memory
-      // and enqueue onto streams) before taking the lock again.
-      item.work = nullptr;
-      if (!status.ok() && failure.ok()) {
-        failure = status;
-        failed_name = item.name;
-      }
+    // A thread waiting for the stream takes over what has not started.
+    const size_t next = run_batch(batch, &takeover_, failure, failed_name);
+    lock.lock();
+    if (next < batch.size()) {  // handed back: ahead of anything queued since
+      queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin() + next),
+                    std::make_move_iterator(batch.end()));
+      queued_.store(queue_.size(), std::memory_order_release);
     }
     batch.clear();  // keeps its capacity for the next swap
-    lock.lock();
     worker_busy_ = false;
     if (!failure.ok()) record_failure(failed_name, failure);
-    if (queue_.empty()) work_done_.notify_all();
+    if (queue_.empty() || takeover_.load(std::memory_order_relaxed)) work_done_.notify_all();
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "kiln/runtime/stream.h"
 #include "kiln/runtime/thread_pool.h"
 
 // The OpenMP runtime and MKL that PyTorch's CPU library loaded, found through
@@ -70,7 +71,7 @@ bool on_initial_thread() {
   // Linux: the initial thread's id is the process id.
   static const pid_t process = getpid();
   thread_local const bool initial = static_cast<pid_t>(syscall(SYS_gettid)) == process;
-  return initial;
+  return initial && !Stream::running_queued_work();
 }
 
 LibraryThreadScope::LibraryThreadScope(bool small) : serial_(small || !on_initial_thread()) {

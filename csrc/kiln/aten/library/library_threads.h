@@ -48,7 +48,11 @@ inline size_t launch_bytes(bool small, size_t bytes) { return small ? 0 : bytes;
 double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n);
 
 // Whether the calling thread is the process's initial thread, the one whose
-// OpenMP team PyTorch's CPU ops use (see above).
+// OpenMP team PyTorch's CPU ops use (see above), and is not running queued
+// work in the worker's place (Stream::running_queued_work). Such work keeps
+// the worker's threading: run on the team, the team's threads then spin in
+// their barriers on the core the worker needs for the next launches
+// (compiled training steps took 0-20 % longer; docs/performance.md).
 bool on_initial_thread();
 
 // Calls function(context, begin, end) over pieces covering [0, total), each

@@ -134,6 +134,24 @@ def test_fill_zero_and_item(dtype):
     assert torch.equal(device.cpu(), torch.ones(3, 5, dtype=dtype))
 
 
+FILL_VALUES = [(torch.float32, 1.5), (torch.float32, -0.0), (torch.float32, float("nan")),
+               (torch.float64, -2.75), (torch.int64, 2**40 + 3), (torch.int16, -2), (torch.uint8, 7),
+               (torch.bool, True), (torch.bfloat16, 0.3), (torch.complex128, 1 - 2j),
+               (torch.float32, 0.0), (torch.int32, -1)]
+
+
+@pytest.mark.parametrize("numel", [1, 3, 4095, 4096, 4097, 100003])
+@pytest.mark.parametrize("dtype,value", FILL_VALUES, ids=[f"{d}-{v}" for d, v in FILL_VALUES])
+def test_dense_fill_of_every_element(dtype, value, numel):
+    # Dense fills are one memset, or the value copied forward in 16 KiB
+    # blocks (fill.cc): sizes around and past one block, and values whose
+    # bytes differ (-0.0, NaN, 16-byte complex) or repeat (0, -1).
+    device = torch.full((numel,), 5, dtype=dtype).to("kiln")
+    device.fill_(value)
+    expected = torch.full((numel,), value, dtype=dtype)
+    assert torch.equal(device.cpu().view(torch.uint8), expected.view(torch.uint8))
+
+
 def test_item_of_zero_size_fails_clearly():
     with pytest.raises(RuntimeError):
         torch.empty(0, device="kiln").item()

@@ -8,6 +8,7 @@
 #include <ATen/ops/fill.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "kiln/aten/compiled/factory_ops.h"
@@ -38,6 +39,30 @@ scalar_t convert_fill_value(const c10::Scalar& value, int64_t numel) {
   return value.to<scalar_t>();
 }
 
+// Fills `count` elements of `element_size` bytes at `data` with the element at
+// `value`. A value of one repeated byte (zero above all) is one memset; any
+// other is written once and then copied forward in blocks that stay in the
+// first-level cache. Both run glibc's vectorised routines: a loop of element
+// stores (std::fill_n) is compiled scalar at -O2, and a 256 KiB zero_ took
+// 21 us against 6 us for the CPU's.
+void fill_dense(char* data, const char* value, size_t element_size, size_t count) {
+  constexpr size_t kBlockBytes = size_t{16} << 10;
+  const size_t bytes = element_size * count;
+  if (std::all_of(value, value + element_size, [&](char byte) { return byte == value[0]; })) {
+    std::memset(data, value[0], bytes);
+    return;
+  }
+  std::memcpy(data, value, element_size);
+  size_t filled = element_size;
+  while (filled < bytes) {
+    // Whole elements only: `filled` is a multiple of the element size, and
+    // so is the block, a power of two at least as large as any element.
+    const size_t chunk = std::min({filled, bytes - filled, kBlockBytes});
+    std::memcpy(data + filled, data, chunk);
+    filled += chunk;
+  }
+}
+
 at::Tensor& launch_fill(at::Tensor& self, const c10::Scalar& value, const char* name) {
   if (self.numel() == 0) return self;
   at::Tensor target = self;  // keeps the memory alive until the fill ran
@@ -49,7 +74,8 @@ at::Tensor& launch_fill(at::Tensor& self, const c10::Scalar& value, const char* 
     size_t bytes = target.nbytes();
     if (target.is_non_overlapping_and_dense()) {
       status = stream_of(self).launch(name, bytes, [target, converted]() {
-        std::fill_n(static_cast<scalar_t*>(target.data_ptr()), target.numel(), converted);
+        fill_dense(static_cast<char*>(target.data_ptr()), reinterpret_cast<const char*>(&converted),
+                   sizeof(scalar_t), static_cast<size_t>(target.numel()));
         return Status();
       });
     } else if (compiled::fill_strided_covers(target)) {

@@ -149,6 +149,38 @@ TEST(StreamTakeover, TwoWaitingThreadsBothReturnWithTheStreamIdle) {
   EXPECT_TRUE(stream.query());
 }
 
+TEST(StreamTakeover, ThreadsEnqueuingAndWaitingAtOnceKeepEachThreadsOrder) {
+  // Four threads enqueue onto one stream and wait on it now and then, so
+  // takeovers, hand-backs and the worker interleave. Each thread's items
+  // must run once each, in its order, and every wait must return.
+  Stream stream(0, 7, false);
+  constexpr int kThreads = 4;
+  constexpr int kItems = 3000;
+  std::mutex mutex;
+  std::vector<std::vector<int>> ran(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kItems; ++i) {
+        Status status = stream.enqueue("test::step", [&, t, i] {
+          std::lock_guard<std::mutex> lock(mutex);
+          ran[t].push_back(i);
+          return Status();
+        });
+        ASSERT_TRUE(status.ok());
+        if (i % (97 + 13 * t) == 0) ASSERT_TRUE(stream.synchronize().ok());
+      }
+      ASSERT_TRUE(stream.synchronize().ok());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(ran[t].size(), static_cast<size_t>(kItems));
+    for (int i = 0; i < kItems; ++i) ASSERT_EQ(ran[t][i], i);
+  }
+  EXPECT_TRUE(stream.query());
+}
+
 thread_local bool inside_caller_scope = false;
 
 Status mark_caller_scope(void* work, Status (*run)(void* work)) {

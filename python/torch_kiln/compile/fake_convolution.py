@@ -1,0 +1,62 @@
+"""Traced (fake) convolutions on kiln get the layouts Kiln's kernels give.
+
+torch.compile and torch.export trace with fake tensors. PyTorch's fake
+convolution takes its result's memory format from
+torch._C._conv_determine_backend_memory_format, which answers "contiguous" for
+every backend outside PyTorch but XPU. Kiln's kernels, like the CPU's, keep a
+channels-last input channels-last (aten/library/convolution.cc: the result and
+the input gradient follow the input's suggested memory format, the weight
+gradient the weight's). A graph traced with the contiguous answer records
+views the real channels-last tensor cannot take (torch.compile of
+`conv2d(x, w).flatten(1)` on a channels-last input failed at run time), and
+writes NCHW values after a channels-last convolution. This wraps PyTorch's
+fake implementation so that, for kiln tensors, it follows Kiln's kernels.
+"""
+import torch
+from torch._prims_common import suggest_memory_format
+from torch._subclasses import fake_impls
+from torch._subclasses.fake_tensor import FakeTensor
+
+aten = torch.ops.aten
+# Where the convolution's input and weight are, positionally, per op.
+_OPERANDS = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (1, 2)}
+_NAMES = ("input", "weight")
+
+
+def _operand(args, kwargs, position, name):
+    return args[position] if len(args) > position else kwargs.get(name)
+
+
+def _like(fake_mode, tensor, model):
+    """`tensor` in the memory format Kiln's kernel gives it: `model`'s suggested one."""
+    if not isinstance(tensor, torch.Tensor) or not isinstance(model, torch.Tensor) or tensor.dim() != model.dim():
+        return tensor
+    memory_format = suggest_memory_format(model)
+    if tensor.is_contiguous(memory_format=memory_format):
+        return tensor
+    with fake_mode:
+        return tensor.contiguous(memory_format=memory_format)
+
+
+def _following_kiln(original):
+    def convolution(fake_mode, func, *args, **kwargs):
+        result = original(fake_mode, func, *args, **kwargs)
+        input_, weight = (_operand(args, kwargs, position, name)
+                          for position, name in zip(_OPERANDS[func], _NAMES))
+        if not isinstance(input_, FakeTensor) or input_.fake_device.type != "kiln":
+            return result
+        if func is aten.convolution.default:
+            return _like(fake_mode, result, input_)
+        grad_input, grad_weight, grad_bias = result
+        return _like(fake_mode, grad_input, input_), _like(fake_mode, grad_weight, weight), grad_bias
+
+    convolution.kiln_original = original
+    return convolution
+
+
+def install():
+    """Wraps the fake convolution and its backward; idempotent."""
+    for op in _OPERANDS:
+        implementation = fake_impls.op_implementations_dict.get(op)
+        if implementation is not None and not hasattr(implementation, "kiln_original"):
+            fake_impls.op_implementations_dict[op] = _following_kiln(implementation)

@@ -1,0 +1,67 @@
+"""Traced convolutions on kiln take the layouts Kiln's kernels give
+(compile/fake_convolution.py): channels-last stays channels-last."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import torch_kiln  # noqa: F401
+
+CHANNELS_LAST = torch.channels_last
+ARGUMENTS = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, CHANNELS_LAST])
+def test_fake_convolution_strides_are_the_kernels(memory_format):
+    x = torch.randn(2, 3, 8, 8, device="kiln").contiguous(memory_format=memory_format)
+    weight = torch.randn(4, 3, 3, 3, device="kiln")
+    grad = torch.randn(2, 4, 8, 8, device="kiln")
+    mask = [True, True, True]
+    real = torch.ops.aten.convolution(x, weight, None, *ARGUMENTS)
+    real_grads = torch.ops.aten.convolution_backward(grad, x, weight, [4], *ARGUMENTS, mask)
+    mode = FakeTensorMode()
+    fake_x, fake_weight, fake_grad = (mode.from_tensor(t) for t in (x, weight, grad))
+    with mode:
+        fake = torch.ops.aten.convolution(fake_x, fake_weight, None, *ARGUMENTS)
+        fake_grads = torch.ops.aten.convolution_backward(fake_grad, fake_x, fake_weight, [4], *ARGUMENTS, mask)
+    assert fake.stride() == real.stride()
+    assert [t.stride() for t in fake_grads] == [t.stride() for t in real_grads]
+
+
+def test_fake_convolution_on_the_cpu_is_pytorchs():
+    x = torch.randn(2, 3, 8, 8).contiguous(memory_format=CHANNELS_LAST)
+    weight = torch.randn(4, 3, 3, 3)
+    with FakeTensorMode() as mode:
+        fake = torch.ops.aten.convolution(mode.from_tensor(x), mode.from_tensor(weight), None, *ARGUMENTS)
+    assert fake.stride() == torch.ops.aten.convolution(x, weight, None, *ARGUMENTS).stride()
+
+
+def test_compiled_channels_last_convolution_then_flatten():
+    # Traced as NCHW, flatten became a view the channels-last result cannot take.
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8, 8).contiguous(memory_format=CHANNELS_LAST)
+    weight = torch.randn(4, 3, 3, 3)
+    compiled = torch.compile(lambda x, w: F.conv2d(x, w, padding=1).flatten(1), backend="kiln")
+    result = compiled(x.to("kiln"), weight.to("kiln"))
+    torch.testing.assert_close(result.cpu(), F.conv2d(x, weight, padding=1).flatten(1))
+
+
+def test_compiled_channels_last_network_trains_as_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 5))
+    model = model.to(memory_format=CHANNELS_LAST)
+    device_model = copy.deepcopy(model).to("kiln")
+    compiled = torch.compile(device_model, backend="kiln")
+    x = torch.randn(4, 3, 8, 8).contiguous(memory_format=CHANNELS_LAST)
+    target = torch.randint(0, 5, (4,))
+    loss = F.cross_entropy(model(x), target)
+    loss.backward()
+    device_loss = F.cross_entropy(compiled(x.to("kiln")), target.to("kiln"))
+    device_loss.backward()
+    torch.testing.assert_close(device_loss.cpu(), loss, rtol=1e-5, atol=1e-5)
+    for name, parameter in model.named_parameters():
+        device_parameter = dict(device_model.named_parameters())[name]
+        torch.testing.assert_close(device_parameter.grad.cpu(), parameter.grad, rtol=1e-4, atol=1e-5)

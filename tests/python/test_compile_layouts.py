@@ -13,19 +13,27 @@ CHANNELS_LAST = torch.channels_last
 ARGUMENTS = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
 
 
+# (batch, channels, height, width, output channels): ordinary, and shapes where a
+# size-1 dimension makes the two layouts differ only in that dimension's stride.
+SHAPES = [(2, 3, 8, 8, 4), (2, 3, 4, 5, 1), (1, 3, 4, 1, 2), (2, 1, 1, 5, 2)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s) for s in SHAPES])
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, CHANNELS_LAST])
-def test_fake_convolution_strides_are_the_kernels(memory_format):
-    x = torch.randn(2, 3, 8, 8, device="kiln").contiguous(memory_format=memory_format)
-    weight = torch.randn(4, 3, 3, 3, device="kiln")
-    grad = torch.randn(2, 4, 8, 8, device="kiln")
+def test_fake_convolution_strides_are_the_kernels(memory_format, shape):
+    batch, channels, height, width, outputs = shape
+    x = torch.randn(batch, channels, height, width, device="kiln").contiguous(memory_format=memory_format)
+    weight = torch.randn(outputs, channels, 3, 3, device="kiln").contiguous(memory_format=memory_format)
+    grad = torch.randn(batch, outputs, height, width, device="kiln")
     mask = [True, True, True]
     real = torch.ops.aten.convolution(x, weight, None, *ARGUMENTS)
-    real_grads = torch.ops.aten.convolution_backward(grad, x, weight, [4], *ARGUMENTS, mask)
+    real_grads = torch.ops.aten.convolution_backward(grad, x, weight, [outputs], *ARGUMENTS, mask)
     mode = FakeTensorMode()
     fake_x, fake_weight, fake_grad = (mode.from_tensor(t) for t in (x, weight, grad))
     with mode:
         fake = torch.ops.aten.convolution(fake_x, fake_weight, None, *ARGUMENTS)
-        fake_grads = torch.ops.aten.convolution_backward(fake_grad, fake_x, fake_weight, [4], *ARGUMENTS, mask)
+        fake_grads = torch.ops.aten.convolution_backward(fake_grad, fake_x, fake_weight, [outputs], *ARGUMENTS,
+                                                         mask)
     assert fake.stride() == real.stride()
     assert [t.stride() for t in fake_grads] == [t.stride() for t in real_grads]
 

@@ -28,14 +28,15 @@ def _operand(args, kwargs, position, name):
 
 
 def _like(fake_mode, tensor, model):
-    """`tensor` in the memory format Kiln's kernel gives it: `model`'s suggested one."""
+    """`tensor` with the strides Kiln's kernel allocates it with: an empty
+    tensor in `model`'s suggested memory format (also where the two formats
+    differ only in the stride of a size-1 dimension)."""
     if not isinstance(tensor, torch.Tensor) or not isinstance(model, torch.Tensor) or tensor.dim() != model.dim():
         return tensor
-    memory_format = suggest_memory_format(model)
-    if tensor.is_contiguous(memory_format=memory_format):
-        return tensor
     with fake_mode:
-        return tensor.contiguous(memory_format=memory_format)
+        allocated = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device,
+                                memory_format=suggest_memory_format(model))
+    return tensor if allocated.stride() == tensor.stride() else allocated
 
 
 def _following_kiln(original):

@@ -39,8 +39,10 @@ def test_fake_convolution_strides_are_the_kernels(memory_format, shape):
 
 
 def test_fake_convolution_on_the_cpu_is_pytorchs():
-    x = torch.randn(2, 3, 8, 8).contiguous(memory_format=CHANNELS_LAST)
-    weight = torch.randn(4, 3, 3, 3)
+    # An NCHW input with a channels-last weight: the CPU's oneDNN result is
+    # channels-last, where Kiln's rule (the input's format) would give NCHW.
+    x = torch.randn(2, 3, 8, 8)
+    weight = torch.randn(4, 3, 3, 3).contiguous(memory_format=CHANNELS_LAST)
     with FakeTensorMode() as mode:
         fake = torch.ops.aten.convolution(mode.from_tensor(x), mode.from_tensor(weight), None, *ARGUMENTS)
     assert fake.stride() == torch.ops.aten.convolution(x, weight, None, *ARGUMENTS).stride()

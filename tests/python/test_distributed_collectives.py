@@ -1,7 +1,9 @@
 """torch.distributed's `kiln` backend: every collective and point-to-point op
 on kiln tensors, against a reference computed on the CPU from every rank's
 inputs, for float32, bfloat16 and int64, on 2 and 4 ranks (one process per
-rank), plus sub-groups, async work and its future.
+rank), plus sub-groups, async work and its future. all_reduce between ranks of
+one host goes through shared memory; it is tested with Gloo carrying it too,
+and over the shapes and sizes that take each of its paths.
 
 Inputs are small integers, so every reduction order gives the same exact
 result and the comparisons are exact."""
@@ -22,7 +24,7 @@ PREMUL_FACTOR = 0.5
 def rank_input(rank, shape, dtype, salt=0):
     """Rank `rank`'s input, the same in every process."""
     generator = torch.Generator().manual_seed(1000 * salt + rank)
-    low, high = (-2, 3) if dtype.is_floating_point else (1, 8)
+    low, high = (-2, 3) if dtype.is_floating_point else (0, 2) if dtype == torch.bool else (1, 8)
     return torch.randint(low, high, shape, generator=generator).to(dtype)
 
 
@@ -58,7 +60,14 @@ def reduce_op(name):
 def check(actual, expected, what):
     actual = actual.cpu()
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype}, expected {expected.dtype}"
-    assert torch.equal(actual, expected), f"{what}: got {actual.tolist()}, expected {expected.tolist()}"
+    if actual.numel() <= 64:
+        assert torch.equal(actual, expected), f"{what}: got {actual.tolist()}, expected {expected.tolist()}"
+    elif not torch.equal(actual, expected):
+        wrong = (actual != expected).flatten().nonzero().flatten()
+        first = wrong[0].item()
+        raise AssertionError(f"{what}: {wrong.numel()} of {actual.numel()} elements differ, the first at flat "
+                             f"index {first}: {actual.flatten()[first].item()}, expected "
+                             f"{expected.flatten()[first].item()}")
 
 
 def ops_for(dtype):
@@ -178,9 +187,67 @@ def every_collective(rank, size):
         point_to_point(rank, size, dtype)
 
 
+def uses_shared_memory():
+    return dist.group.WORLD._get_backend(torch.device("kiln")).uses_shared_memory
+
+
+def every_collective_over_gloo(rank, size):
+    assert not uses_shared_memory(), "KILN_DISTRIBUTED_SHARED_MEMORY=0 left shared memory on"
+    every_collective(rank, size)
+
+
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_every_collective_matches_the_cpu(world_size):
     run_ranks(every_collective, world_size)
+
+
+def test_every_collective_matches_the_cpu_with_gloo_carrying_all_reduce():
+    run_ranks(every_collective_over_gloo, 2, environment={"KILN_DISTRIBUTED_SHARED_MEMORY": "0"})
+
+
+# Float32 elements of the shared-memory transport's slot (1 MiB), and of the
+# largest piece every rank reduces whole (128 KiB).
+SLOT_ELEMENTS = (1 << 20) // 4
+WHOLE_PIECE_ELEMENTS = (128 << 10) // 4
+
+
+def shared_memory_all_reduce(rank, size):
+    assert uses_shared_memory(), "ranks on one host did not get the shared-memory transport"
+    cases = [
+        ((), torch.float32, "SUM"),                                  # a scalar
+        ((0,), torch.float32, "SUM"),                                # no elements
+        ((WHOLE_PIECE_ELEMENTS,), torch.float32, "MAX"),             # reduced whole by every rank
+        ((WHOLE_PIECE_ELEMENTS + 1,), torch.float32, "SUM"),         # split among the ranks
+        ((SLOT_ELEMENTS + 7,), torch.float32, "AVG"),                # a split piece, then a whole one
+        ((3, SLOT_ELEMENTS // 2 + 5), torch.float32, "PREMUL_SUM"),  # two split pieces and a whole one
+        ((70_000,), torch.bfloat16, "SUM"),
+        ((70_000,), torch.float16, "MIN"),
+        ((70_000,), torch.float64, "PRODUCT"),
+        ((70_000,), torch.int32, "BXOR"),
+        ((70_000,), torch.uint8, "MAX"),
+        ((1000,), torch.bool, "BOR"),
+    ]
+    for shape, dtype, name in cases:
+        inputs = [rank_input(r, shape, dtype, salt=7) for r in range(size)]
+        tensor = inputs[rank].to("kiln")
+        dist.all_reduce(tensor, op=reduce_op(name))
+        check(tensor, reference_reduce(inputs, name, size), f"all_reduce {name} {dtype} {shape}")
+    # Non-contiguous tensors: a transpose and a strided slice, reduced in place.
+    for name in ("SUM", "MAX"):
+        inputs = [rank_input(r, (400, 300), torch.float32, salt=8) for r in range(size)]
+        base = inputs[rank].to("kiln")
+        dist.all_reduce(base.t(), op=reduce_op(name))
+        check(base, reference_reduce(inputs, name, size), f"all_reduce {name} of a transpose")
+        base = inputs[rank].to("kiln")
+        dist.all_reduce(base[::2], op=reduce_op(name))
+        expected = inputs[rank].clone()
+        expected[::2] = reference_reduce([tensor[::2] for tensor in inputs], name, size)
+        check(base, expected, f"all_reduce {name} of every other row")
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_all_reduce_through_shared_memory_matches_the_cpu(world_size):
+    run_ranks(shared_memory_all_reduce, world_size)
 
 
 def async_work_and_sub_groups(rank, size):

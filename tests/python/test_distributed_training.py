@@ -125,6 +125,27 @@ def test_a_dead_peer_fails_the_collective_with_its_name():
     assert seconds < TIMEOUT_SECONDS + 3, f"the error came after {seconds:.1f} s"
 
 
+def dead_peer_all_reduce_rank(rank, size):
+    """Rank 1 dies after joining the group; rank 0's all_reduce, through
+    shared memory, must fail naming it, well before the timeout."""
+    if rank == 1:
+        os._exit(0)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(4, device="kiln"))
+    except Exception as error:  # noqa: BLE001
+        return str(error), time.monotonic() - start
+    raise AssertionError("all_reduce returned without its peer")
+
+
+def test_a_dead_peer_fails_a_shared_memory_all_reduce_before_the_timeout():
+    results = run_ranks(dead_peer_all_reduce_rank, 2, timeout_seconds=TIMEOUT_SECONDS, may_exit=(1,))
+    message, seconds = results[0]
+    assert "kiln: all_reduce on rank 0 of 2 failed" in message, message
+    assert "rank 1 (process" in message and "exited)" in message, message
+    assert seconds < TIMEOUT_SECONDS / 2, f"the error came after {seconds:.1f} s"
+
+
 def mismatched_rank(rank, size, kind):
     if kind == "shape":
         tensor = torch.ones(4 if rank == 0 else 8, device="kiln")
@@ -137,15 +158,29 @@ def mismatched_rank(rank, size, kind):
     raise AssertionError("a mismatched all_reduce returned")
 
 
-def test_a_mismatched_collective_names_itself_by_default(capfd):
+def test_a_mismatched_all_reduce_fails_on_every_rank_naming_each_ranks_tensor():
+    """Through shared memory (ranks on one host) the ranks compare their
+    dtype, element count and op at their first meeting, and all fail."""
+    for kind, described in (("shape", ("rank 0 has 4 elements of Float (SUM)",
+                                       "rank 1 has 8 elements of Float (SUM)")),
+                            ("dtype", ("rank 0 has 4 elements of Float (SUM)",
+                                       "rank 1 has 4 elements of Long (SUM)"))):
+        results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS)
+        for rank, message in results.items():
+            assert f"kiln: all_reduce on rank {rank} of 2 failed" in message, message
+            assert "the ranks' all_reduce calls differ" in message, message
+            assert all(part in message for part in described), (kind, message)
+
+
+def test_a_mismatched_collective_over_gloo_names_itself_by_default(capfd):
     """Without TORCH_DISTRIBUTED_DEBUG, Gloo's I/O thread ends the rank that
     receives the larger message (rank 0 here, whose tensor is smaller). Kiln's
     terminate handler names the collective, the rank and the shape first; the
     peer gets a DistBackendError naming the collective when the connection
-    closes."""
+    closes. (all_reduce goes through Gloo here, as between hosts.)"""
     for kind, described in (("shape", "(Float [4])"), ("dtype", "(Float [4])")):
         results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS,
-                            may_exit=(0,))
+                            may_exit=(0,), environment={"KILN_DISTRIBUTED_SHARED_MEMORY": "0"})
         error_output = capfd.readouterr().err
         assert ("kiln: the process is ending inside the collective transport while all_reduce"
                 f" on rank 0 of 2 {described} was the last collective it started") in error_output

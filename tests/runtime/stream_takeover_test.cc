@@ -168,7 +168,9 @@ TEST(StreamTakeover, ThreadsEnqueuingAndWaitingAtOnceKeepEachThreadsOrder) {
           return Status();
         });
         ASSERT_TRUE(status.ok());
-        if (i % (97 + 13 * t) == 0) ASSERT_TRUE(stream.synchronize().ok());
+        if (i % (97 + 13 * t) == 0) {
+          ASSERT_TRUE(stream.synchronize().ok());
+        }
       }
       ASSERT_TRUE(stream.synchronize().ok());
     });

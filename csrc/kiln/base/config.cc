@@ -144,6 +144,9 @@ Config::Config() {
     disk_cache_disabled_ = std::string_view(value) != "0";
   }
   if (const char* value = read_env("KILN_DUMP_DIR")) dump_dir_ = value;
+  if (const char* value = read_env("KILN_DISTRIBUTED_SHARED_MEMORY")) {
+    distributed_shared_memory_ = std::string_view(value) != "0";
+  }
   if (const char* value = read_env("KILN_LOG_LEVEL")) {
     std::string level = lower(value);
     if (level == "error") log_level_ = LogLevel::kError;

@@ -62,6 +62,9 @@ class Config {
   // KILN_DUMP_DIR: when set, the IR and C source of every kernel loaded are
   // written there. Empty when unset.
   const std::string& dump_dir() const { return dump_dir_; }
+  // KILN_DISTRIBUTED_SHARED_MEMORY=0: all_reduce of a group whose ranks share
+  // a host goes through Gloo too, not through shared memory (default 1).
+  bool distributed_shared_memory() const { return distributed_shared_memory_; }
 
   // Problems found while reading the environment (an unparsable value, which
   // was replaced by the default). Empty when all was well.
@@ -83,6 +86,7 @@ class Config {
   uint64_t cache_size_bytes_ = uint64_t{1} << 30;
   bool disk_cache_disabled_ = false;
   std::string dump_dir_;
+  bool distributed_shared_memory_ = true;
   std::string problems_;
 };
 

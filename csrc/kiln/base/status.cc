@@ -10,6 +10,8 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kOutOfMemory: return "OutOfMemory";
     case StatusCode::kFailedPrecondition: return "FailedPrecondition";
     case StatusCode::kUnimplemented: return "Unimplemented";
+    case StatusCode::kDeadlineExceeded: return "DeadlineExceeded";
+    case StatusCode::kUnavailable: return "Unavailable";
     case StatusCode::kInternal: return "Internal";
   }
   return "Unknown";

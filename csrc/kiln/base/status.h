@@ -19,6 +19,8 @@ enum class StatusCode {
   kOutOfMemory,         // device or host memory capacity exhausted
   kFailedPrecondition,  // the call is not valid in the current state
   kUnimplemented,       // the feature is not provided by this driver
+  kDeadlineExceeded,    // a wait ran past its deadline (a collective's peers)
+  kUnavailable,         // a peer the call needs is gone (an exited rank)
   kInternal,            // a broken invariant inside Kiln
 };
 
@@ -56,6 +58,12 @@ inline Status out_of_memory(std::string message) {
 }
 inline Status failed_precondition(std::string message) {
   return Status(StatusCode::kFailedPrecondition, std::move(message));
+}
+inline Status deadline_exceeded(std::string message) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(message));
+}
+inline Status unavailable(std::string message) {
+  return Status(StatusCode::kUnavailable, std::move(message));
 }
 inline Status internal_error(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));

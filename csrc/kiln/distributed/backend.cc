@@ -138,9 +138,12 @@ Tensors premultiplied_copies(const Tensors& inputs, double factor) {
 }  // namespace
 
 KilnBackend::KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
-                         c10::intrusive_ptr<c10d::Backend> transport)
+                         c10::intrusive_ptr<c10d::Backend> transport,
+                         std::shared_ptr<SharedMemoryGroup> shared_memory)
     : c10d::Backend(rank, size),
       transport_(std::move(transport)),
+      shared_memory_(shared_memory ? std::make_unique<SharedMemoryAllReduce>(std::move(shared_memory))
+                                   : nullptr),
       timeout_(timeout),
       completer_(std::make_unique<Completer>()) {
   TORCH_CHECK(transport_, "kiln backend: a transport backend is required");
@@ -186,6 +189,32 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
                           [&](Tensors& host) { return transport_->broadcast(host, opts); });
 }
 
+c10::intrusive_ptr<c10d::Work> KilnBackend::shared_memory_all_reduce(
+    const char* name, c10d::OpType type, Tensors& tensors, c10d::ReduceOp::RedOpType op, bool average,
+    std::chrono::milliseconds timeout) {
+  if (shared_memory_ == nullptr) return nullptr;
+  for (const at::Tensor& tensor : tensors) {
+    if (!SharedMemoryAllReduce::supports(tensor.scalar_type(), op)) return nullptr;
+  }
+  Tensors host = aliases(tensors);
+  if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
+  // It runs here, in the caller; a failure is the work's error, raised by
+  // wait() as a transport's would be.
+  std::exception_ptr failure;
+  try {
+    for (const at::Tensor& tensor : host) shared_memory_->run(tensor, op, timeout);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  KilnWork::Finish finish = [failure, host, average, size = size_] {
+    if (failure) std::rethrow_exception(failure);
+    if (average) {
+      for (const at::Tensor& tensor : host) divide_by(tensor, size);
+    }
+  };
+  return Launch::of(*this, name, type, {}, tensors, std::move(finish));
+}
+
 c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
                                                       const c10d::AllreduceOptions& opts) {
   check_kiln(*this, tensors, "all_reduce");
@@ -193,6 +222,10 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
   premultiply(host, reduction);  // all-reduce overwrites its tensors anyway
+  if (auto work = shared_memory_all_reduce("all_reduce", c10d::OpType::ALLREDUCE, tensors, reduction.op.op_,
+                                           reduction.average, opts.timeout)) {
+    return work;
+  }
   c10d::AllreduceOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
   return Launch::of(*this, "all_reduce", c10d::OpType::ALLREDUCE,
@@ -207,6 +240,10 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
   premultiply(host, reduction);
+  if (auto work = shared_memory_all_reduce("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                                           reduction.op.op_, reduction.average, opts.timeout)) {
+    return work;
+  }
   // One all-reduce per tensor: Gloo's coalesced form needs one dtype for all.
   std::vector<c10::intrusive_ptr<c10d::Work>> transport;
   for (at::Tensor& tensor : host) {

@@ -6,6 +6,9 @@
 // so it reads what that work wrote, then starts on the transport and returns
 // a KilnWork (work.h). AVG and PREMUL_SUM are built here from SUM, the same
 // way for every collective, since Gloo's own AVG is not uniform across them.
+// When the group's ranks share a host, all_reduce goes through shared memory
+// instead (shared_memory_all_reduce.h); the group's shared-memory segment is
+// set up by torch_kiln.distributed and handed to the constructor.
 // Coalescing is not offered (supportsCoalescing() is false), so
 // batch_isend_irecv issues each send and receive on its own; Gloo's sends do
 // not wait for the matching receive.
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <memory>
 
+#include "kiln/distributed/shared_memory_all_reduce.h"
 #include "kiln/distributed/work.h"
 
 namespace kiln::torch_integration::distributed {
@@ -24,8 +28,13 @@ class KilnBackend : public c10d::Backend {
  public:
   // `transport`: a Gloo backend of the same group (same rank, size and
   // store, under its own prefix), made in Python by torch_kiln.distributed.
+  // `shared_memory`: the group's segment when all its ranks are on this
+  // host, else null.
   KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
-              c10::intrusive_ptr<c10d::Backend> transport);
+              c10::intrusive_ptr<c10d::Backend> transport,
+              std::shared_ptr<SharedMemoryGroup> shared_memory = nullptr);
+  // Whether all_reduce goes through shared memory.
+  bool uses_shared_memory() const { return shared_memory_ != nullptr; }
 
   const std::string getBackendName() const override { return "kiln"; }
   bool supportsCoalescing() const override { return false; }
@@ -84,7 +93,15 @@ class KilnBackend : public c10d::Backend {
 
  private:
   struct Launch;  // backend.cc
+  // The work of an all_reduce through shared memory, when it can take that
+  // path; null otherwise.
+  // `op` is what the ranks reduce with (SUM for AVG, which then divides).
+  c10::intrusive_ptr<c10d::Work> shared_memory_all_reduce(const char* name, c10d::OpType type,
+                                                          std::vector<at::Tensor>& tensors,
+                                                          c10d::ReduceOp::RedOpType op, bool average,
+                                                          std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10d::Backend> transport_;
+  std::unique_ptr<SharedMemoryAllReduce> shared_memory_;
   std::chrono::milliseconds timeout_;
   // Last member: destroyed first, completing what is in flight while the
   // transport is still alive.

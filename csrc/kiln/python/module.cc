@@ -167,6 +167,7 @@ PYBIND11_MODULE(_C, module) {
   module.def("_cache_directory", [] { return config().cache_dir(); });
   module.def("_disk_cache_disabled", [] { return config().disk_cache_disabled(); });
   module.def("_dump_directory", [] { return config().dump_dir(); });
+  module.def("_distributed_shared_memory", [] { return config().distributed_shared_memory(); });
   // For tests of error propagation: queues work on the current stream that fails.
   module.def("_test_enqueue_failure", [](const std::string& message) {
     check_status(current_runtime_stream().enqueue(

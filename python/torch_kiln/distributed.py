@@ -6,8 +6,9 @@
 
 The backend is C++ (csrc/kiln/distributed): a c10d::Backend whose transport
 is a Gloo backend of the same group, given zero-copy CPU aliases of device
-memory. When all the group's ranks run on this host, all_reduce goes through
-a shared-memory segment instead. This module builds the Gloo backend and the
+memory. When all the group's ranks run on this host, all_reduce,
+all_gather_into_tensor, reduce_scatter_tensor and broadcast go through a
+shared-memory segment instead. This module builds the Gloo backend and the
 segment for each group and registers "kiln" with torch.distributed, for the
 kiln device.
 """
@@ -42,8 +43,8 @@ def _host_identity():
 
 def _shared_memory_group(store, group_rank, group_size):
     """The group's shared-memory segment (csrc/kiln/runtime/shared_memory_group.h)
-    when all its ranks run on this host, else None (Gloo carries all_reduce
-    too). Rank 0 creates the segment and publishes its name in the group's
+    when all its ranks run on this host, else None (Gloo carries every
+    collective). Rank 0 creates the segment and publishes its name in the group's
     store; once every rank has opened it (or failed to), rank 0 removes the
     name, so the memory goes with the last process that maps it. Every rank
     reads every rank's outcome, so all take the same path."""
@@ -74,7 +75,7 @@ def _shared_memory_group(store, group_rank, group_size):
     if group_rank == 0 and name:
         _C._SharedMemoryGroup.unlink(name)
     if problem is not None:
-        warnings.warn(f"kiln: all_reduce of this process group goes through Gloo, not shared memory: {problem}")
+        warnings.warn(f"kiln: this process group's collectives go through Gloo, not shared memory: {problem}")
     return group if all(opened) else None
 
 

@@ -1,9 +1,10 @@
 """torch.distributed's `kiln` backend: every collective and point-to-point op
 on kiln tensors, against a reference computed on the CPU from every rank's
 inputs, for float32, bfloat16 and int64, on 2 and 4 ranks (one process per
-rank), plus sub-groups, async work and its future. all_reduce between ranks of
-one host goes through shared memory; it is tested with Gloo carrying it too,
-and over the shapes and sizes that take each of its paths.
+rank), plus sub-groups, async work and its future. all_reduce,
+all_gather_into_tensor, reduce_scatter_tensor and broadcast between ranks of
+one host go through shared memory; they are tested with Gloo carrying them
+too, and over the shapes and sizes that take each of their paths.
 
 Inputs are small integers, so every reduction order gives the same exact
 result and the comparisons are exact."""
@@ -194,6 +195,7 @@ def uses_shared_memory():
 def every_collective_over_gloo(rank, size):
     assert not uses_shared_memory(), "KILN_DISTRIBUTED_SHARED_MEMORY=0 left shared memory on"
     every_collective(rank, size)
+    shared_memory_data_movement(rank, size)  # the same sizes, over Gloo
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
@@ -201,7 +203,7 @@ def test_every_collective_matches_the_cpu(world_size):
     run_ranks(every_collective, world_size)
 
 
-def test_every_collective_matches_the_cpu_with_gloo_carrying_all_reduce():
+def test_every_collective_matches_the_cpu_with_gloo_carrying_all():
     run_ranks(every_collective_over_gloo, 2, environment={"KILN_DISTRIBUTED_SHARED_MEMORY": "0"})
 
 
@@ -245,9 +247,46 @@ def shared_memory_all_reduce(rank, size):
         check(base, expected, f"all_reduce {name} of every other row")
 
 
+def shared_memory_data_movement(rank, size):
+    """all_gather_into_tensor, reduce_scatter_tensor and broadcast through
+    shared memory, over sizes that take one piece and several."""
+    for count, dtype in ((3, torch.int64), (70_000, torch.bfloat16), (SLOT_ELEMENTS + 11, torch.float32)):
+        inputs = [rank_input(r, (count,), dtype, salt=9) for r in range(size)]
+        output = torch.empty(size * count, dtype=dtype, device="kiln")
+        dist.all_gather_into_tensor(output, inputs[rank].to("kiln"))
+        check(output, torch.cat(inputs), f"all_gather_into_tensor of {count} {dtype}")
+
+        # reduce_scatter_tensor's pieces are a slot shared by every destination.
+        for name in ("SUM", "AVG") if dtype.is_floating_point else ("SUM", "MAX"):
+            chunks = [rank_input(r, (size * count,), dtype, salt=10) for r in range(size)]
+            output = torch.empty(count, dtype=dtype, device="kiln")
+            source = chunks[rank].to("kiln")
+            dist.reduce_scatter_tensor(output, source, op=reduce_op(name))
+            check(output, reference_reduce(chunks, name, size)[rank * count:(rank + 1) * count],
+                  f"reduce_scatter_tensor {name} of {count} {dtype}")
+            check(source, chunks[rank], f"reduce_scatter_tensor {name}'s input, after it")
+
+        tensor = inputs[rank].to("kiln")
+        dist.broadcast(tensor, src=size - 1)
+        check(tensor, inputs[size - 1], f"broadcast of {count} {dtype}")
+    # Non-contiguous tensors, gathered into and broadcast in place.
+    inputs = [rank_input(r, (300, 200), torch.float32, salt=11) for r in range(size)]
+    output = torch.empty(200, 300 * size, device="kiln").t()
+    dist.all_gather_into_tensor(output, inputs[rank].to("kiln"))
+    check(output, torch.cat(inputs), "all_gather_into_tensor into a transpose")
+    tensor = inputs[rank].to("kiln")
+    dist.broadcast(tensor.t(), src=0)
+    check(tensor, inputs[0], "broadcast of a transpose")
+
+
+def shared_memory_collectives(rank, size):
+    shared_memory_all_reduce(rank, size)
+    shared_memory_data_movement(rank, size)
+
+
 @pytest.mark.parametrize("world_size", [2, 4])
-def test_all_reduce_through_shared_memory_matches_the_cpu(world_size):
-    run_ranks(shared_memory_all_reduce, world_size)
+def test_collectives_through_shared_memory_match_the_cpu(world_size):
+    run_ranks(shared_memory_collectives, world_size)
 
 
 def async_work_and_sub_groups(rank, size):

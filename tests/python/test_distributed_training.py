@@ -149,26 +149,35 @@ def test_a_dead_peer_fails_a_shared_memory_all_reduce_before_the_timeout():
 def mismatched_rank(rank, size, kind):
     if kind == "shape":
         tensor = torch.ones(4 if rank == 0 else 8, device="kiln")
-    else:
+    elif kind == "dtype":
         tensor = torch.ones(4, device="kiln", dtype=torch.float32 if rank == 0 else torch.int64)
+    else:
+        tensor = torch.ones(4, device="kiln")
     try:
-        dist.all_reduce(tensor)
+        if kind == "collective" and rank == 1:
+            dist.broadcast(tensor, src=0)
+        else:
+            dist.all_reduce(tensor)
     except Exception as error:  # noqa: BLE001
         return str(error)
-    raise AssertionError("a mismatched all_reduce returned")
+    raise AssertionError("a mismatched collective returned")
 
 
-def test_a_mismatched_all_reduce_fails_on_every_rank_naming_each_ranks_tensor():
+def test_mismatched_collectives_fail_on_every_rank_naming_each_ranks_call():
     """Through shared memory (ranks on one host) the ranks compare their
-    dtype, element count and op at their first meeting, and all fail."""
-    for kind, described in (("shape", ("rank 0 has 4 elements of Float (SUM)",
-                                       "rank 1 has 8 elements of Float (SUM)")),
-                            ("dtype", ("rank 0 has 4 elements of Float (SUM)",
-                                       "rank 1 has 4 elements of Long (SUM)"))):
+    collective, dtype, sizes and op at their first meeting, and all fail."""
+    for kind, described in (
+            ("shape", ("rank 0 called all_reduce (SUM) of 4 elements of Float",
+                       "rank 1 called all_reduce (SUM) of 8 elements of Float")),
+            ("dtype", ("rank 0 called all_reduce (SUM) of 4 elements of Float",
+                       "rank 1 called all_reduce (SUM) of 4 elements of Long")),
+            ("collective", ("rank 0 called all_reduce (SUM) of 4 elements of Float",
+                            "rank 1 called broadcast from rank 0 of 4 elements of Float"))):
         results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS)
         for rank, message in results.items():
-            assert f"kiln: all_reduce on rank {rank} of 2 failed" in message, message
-            assert "the ranks' all_reduce calls differ" in message, message
+            collective = "broadcast" if kind == "collective" and rank == 1 else "all_reduce"
+            assert f"kiln: {collective} on rank {rank} of 2 failed" in message, message
+            assert "the ranks' calls differ" in message, message
             assert all(part in message for part in described), (kind, message)
 
 

@@ -62,8 +62,8 @@ class Config {
   // KILN_DUMP_DIR: when set, the IR and C source of every kernel loaded are
   // written there. Empty when unset.
   const std::string& dump_dir() const { return dump_dir_; }
-  // KILN_DISTRIBUTED_SHARED_MEMORY=0: all_reduce of a group whose ranks share
-  // a host goes through Gloo too, not through shared memory (default 1).
+  // KILN_DISTRIBUTED_SHARED_MEMORY=0: collectives of a group whose ranks
+  // share a host go through Gloo too, not through shared memory (default 1).
   bool distributed_shared_memory() const { return distributed_shared_memory_; }
 
   // Problems found while reading the environment (an unparsable value, which

@@ -2,6 +2,8 @@
 
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
+
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/c10/device_guard.h"
 #include "kiln/c10/status_error.h"
@@ -46,6 +48,11 @@ void order_after_current_stream(const Tensors& tensors) {
   // would take their cores.
   stream.stop_polling();
   ThreadPool::instance().stop_polling();
+}
+
+template <typename Predicate>
+bool all_of(const Tensors& tensors, Predicate predicate) {
+  return std::all_of(tensors.begin(), tensors.end(), predicate);
 }
 
 Tensors aliases(const Tensors& tensors) {
@@ -142,7 +149,7 @@ KilnBackend::KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
                          std::shared_ptr<SharedMemoryGroup> shared_memory)
     : c10d::Backend(rank, size),
       transport_(std::move(transport)),
-      shared_memory_(shared_memory ? std::make_unique<SharedMemoryAllReduce>(std::move(shared_memory))
+      shared_memory_(shared_memory ? std::make_unique<SharedMemoryCollectives>(std::move(shared_memory))
                                    : nullptr),
       timeout_(timeout),
       completer_(std::make_unique<Completer>()) {
@@ -185,34 +192,46 @@ struct KilnBackend::Launch {
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
                                                       const c10d::BroadcastOptions& opts) {
+  if (shared_memory_ != nullptr && opts.rootTensor == 0 && all_of(tensors, [](const at::Tensor& tensor) {
+        return SharedMemoryCollectives::supports(tensor.scalar_type());
+      })) {
+    check_kiln(*this, tensors, "broadcast");
+    order_after_current_stream(tensors);
+    Tensors host = aliases(tensors);
+    return ran_in_shared_memory("broadcast", c10d::OpType::BROADCAST, tensors, [&] {
+      for (const at::Tensor& tensor : host) {
+        shared_memory_->broadcast(tensor, static_cast<int>(opts.rootRank), timeout_for(opts.timeout));
+      }
+    }, nullptr);
+  }
   return Launch::in_place(*this, "broadcast", c10d::OpType::BROADCAST, tensors,
                           [&](Tensors& host) { return transport_->broadcast(host, opts); });
 }
 
-c10::intrusive_ptr<c10d::Work> KilnBackend::shared_memory_all_reduce(
-    const char* name, c10d::OpType type, Tensors& tensors, c10d::ReduceOp::RedOpType op, bool average,
-    std::chrono::milliseconds timeout) {
-  if (shared_memory_ == nullptr) return nullptr;
-  for (const at::Tensor& tensor : tensors) {
-    if (!SharedMemoryAllReduce::supports(tensor.scalar_type(), op)) return nullptr;
-  }
-  Tensors host = aliases(tensors);
-  if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
-  // It runs here, in the caller; a failure is the work's error, raised by
-  // wait() as a transport's would be.
+std::chrono::milliseconds KilnBackend::timeout_for(std::chrono::milliseconds requested) const {
+  return requested == c10d::kUnsetTimeout ? timeout_ : requested;
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::ran_in_shared_memory(const char* name, c10d::OpType type,
+                                                                 Tensors outputs,
+                                                                 const std::function<void()>& run,
+                                                                 KilnWork::Finish after) {
   std::exception_ptr failure;
   try {
-    for (const at::Tensor& tensor : host) shared_memory_->run(tensor, op, timeout);
+    run();
   } catch (...) {
     failure = std::current_exception();
   }
-  KilnWork::Finish finish = [failure, host, average, size = size_] {
+  KilnWork::Finish finish = [failure, after = std::move(after)] {
     if (failure) std::rethrow_exception(failure);
-    if (average) {
-      for (const at::Tensor& tensor : host) divide_by(tensor, size);
-    }
+    if (after) after();
   };
-  return Launch::of(*this, name, type, {}, tensors, std::move(finish));
+  auto work = KilnWork::start(*completer_, CollectiveLabel{name, rank_, size_}, type, {}, std::move(outputs),
+                              std::move(finish), timeout_);
+  // Done already: a DDP comm hook chained on its future need not wait for
+  // the completion thread's next pass.
+  work->complete_now();
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
@@ -222,9 +241,12 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
   premultiply(host, reduction);  // all-reduce overwrites its tensors anyway
-  if (auto work = shared_memory_all_reduce("all_reduce", c10d::OpType::ALLREDUCE, tensors, reduction.op.op_,
-                                           reduction.average, opts.timeout)) {
-    return work;
+  if (shared_memory_ != nullptr && all_of(tensors, [&](const at::Tensor& tensor) {
+        return SharedMemoryCollectives::supports(tensor.scalar_type(), reduction.op.op_);
+      })) {
+    return ran_in_shared_memory("all_reduce", c10d::OpType::ALLREDUCE, tensors, [&] {
+      for (const at::Tensor& tensor : host) shared_memory_->all_reduce(tensor, reduction.op.op_, timeout_for(opts.timeout));
+    }, average_afterwards(host, reduction, size_));
   }
   c10d::AllreduceOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
@@ -240,9 +262,12 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
   premultiply(host, reduction);
-  if (auto work = shared_memory_all_reduce("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
-                                           reduction.op.op_, reduction.average, opts.timeout)) {
-    return work;
+  if (shared_memory_ != nullptr && all_of(tensors, [&](const at::Tensor& tensor) {
+        return SharedMemoryCollectives::supports(tensor.scalar_type(), reduction.op.op_);
+      })) {
+    return ran_in_shared_memory("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, [&] {
+      for (const at::Tensor& tensor : host) shared_memory_->all_reduce(tensor, reduction.op.op_, timeout_for(opts.timeout));
+    }, average_afterwards(host, reduction, size_));
   }
   // One all-reduce per tensor: Gloo's coalesced form needs one dtype for all.
   std::vector<c10::intrusive_ptr<c10d::Work>> transport;
@@ -298,6 +323,11 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::_allgather_base(at::Tensor& output, 
   order_after_current_stream({input});
   at::Tensor host_output = host_alias(output);
   at::Tensor host_input = host_alias(input);
+  if (shared_memory_ != nullptr && SharedMemoryCollectives::supports(input.scalar_type())) {
+    return ran_in_shared_memory("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output}, [&] {
+      shared_memory_->all_gather(host_output, host_input, timeout_for(opts.timeout));
+    }, nullptr);
+  }
   return Launch::of(*this, "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE,
                     {transport_->all_gather_single(host_output, host_input, opts)}, {output});
 }
@@ -309,6 +339,17 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allgather_into_tensor_coalesced(
   TORCH_CHECK(outputs.size() == inputs.size(), "kiln backend: all_gather_into_tensor_coalesced "
               "needs one output per input, got ", outputs.size(), " and ", inputs.size());
   order_after_current_stream(inputs);
+  if (shared_memory_ != nullptr && all_of(inputs, [](const at::Tensor& tensor) {
+        return SharedMemoryCollectives::supports(tensor.scalar_type());
+      })) {
+    Tensors host_outputs = aliases(outputs);
+    Tensors host_inputs = aliases(inputs);
+    return ran_in_shared_memory("all_gather_into_tensor_coalesced", c10d::OpType::COALESCED, outputs, [&] {
+      for (size_t index = 0; index < inputs.size(); ++index) {
+        shared_memory_->all_gather(host_outputs[index], host_inputs[index], timeout_for(opts.timeout));
+      }
+    }, nullptr);
+  }
   std::vector<c10::intrusive_ptr<c10d::Work>> transport;
   for (size_t index = 0; index < inputs.size(); ++index) {
     at::Tensor host_output = host_alias(outputs[index]);
@@ -375,7 +416,23 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter_tensor_coalesced(
   Reduction reduction = reduction_for(opts.reduceOp, inputs, "reduce_scatter_tensor");
   order_after_current_stream(inputs);
   Tensors host_outputs = aliases(outputs);
-  Tensors staged = premultiplied_copies(inputs, reduction.premultiply);
+  const bool through_shared_memory = shared_memory_ != nullptr && all_of(inputs, [&](const at::Tensor& tensor) {
+    return SharedMemoryCollectives::supports(tensor.scalar_type(), reduction.op.op_);
+  });
+  // Inputs are only read. PREMUL_SUM multiplies copies; Gloo gets copies in
+  // any case (it may use its inputs as scratch); shared memory reads the
+  // caller's tensors when there is nothing to multiply.
+  Tensors staged = through_shared_memory && reduction.premultiply == 1.0
+                       ? aliases(inputs)
+                       : premultiplied_copies(inputs, reduction.premultiply);
+  if (through_shared_memory) {
+    return ran_in_shared_memory("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, outputs, [&] {
+      for (size_t index = 0; index < inputs.size(); ++index) {
+        shared_memory_->reduce_scatter(host_outputs[index], staged[index], reduction.op.op_,
+                                       timeout_for(opts.timeout));
+      }
+    }, average_afterwards(host_outputs, reduction, size_));
+  }
   c10d::ReduceScatterOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
   std::vector<c10::intrusive_ptr<c10d::Work>> transport;

@@ -6,9 +6,10 @@
 // so it reads what that work wrote, then starts on the transport and returns
 // a KilnWork (work.h). AVG and PREMUL_SUM are built here from SUM, the same
 // way for every collective, since Gloo's own AVG is not uniform across them.
-// When the group's ranks share a host, all_reduce goes through shared memory
-// instead (shared_memory_all_reduce.h); the group's shared-memory segment is
-// set up by torch_kiln.distributed and handed to the constructor.
+// When the group's ranks share a host, all_reduce, all_gather_into_tensor,
+// reduce_scatter_tensor and broadcast go through shared memory instead
+// (shared_memory_collectives.h); the group's shared-memory segment is set up
+// by torch_kiln.distributed and handed to the constructor.
 // Coalescing is not offered (supportsCoalescing() is false), so
 // batch_isend_irecv issues each send and receive on its own; Gloo's sends do
 // not wait for the matching receive.
@@ -17,9 +18,10 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
-#include "kiln/distributed/shared_memory_all_reduce.h"
+#include "kiln/distributed/shared_memory_collectives.h"
 #include "kiln/distributed/work.h"
 
 namespace kiln::torch_integration::distributed {
@@ -33,7 +35,7 @@ class KilnBackend : public c10d::Backend {
   KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
               c10::intrusive_ptr<c10d::Backend> transport,
               std::shared_ptr<SharedMemoryGroup> shared_memory = nullptr);
-  // Whether all_reduce goes through shared memory.
+  // Whether collectives go through shared memory.
   bool uses_shared_memory() const { return shared_memory_ != nullptr; }
 
   const std::string getBackendName() const override { return "kiln"; }
@@ -93,15 +95,18 @@ class KilnBackend : public c10d::Backend {
 
  private:
   struct Launch;  // backend.cc
-  // The work of an all_reduce through shared memory, when it can take that
-  // path; null otherwise.
-  // `op` is what the ranks reduce with (SUM for AVG, which then divides).
-  c10::intrusive_ptr<c10d::Work> shared_memory_all_reduce(const char* name, c10d::OpType type,
-                                                          std::vector<at::Tensor>& tensors,
-                                                          c10d::ReduceOp::RedOpType op, bool average,
-                                                          std::chrono::milliseconds timeout);
+  // The work of a collective that `run` just carried out through shared
+  // memory, in this thread; its failure becomes the work's error, raised by
+  // wait() as a transport's would be. `after` (AVG's division) runs once it
+  // succeeded.
+  c10::intrusive_ptr<c10d::Work> ran_in_shared_memory(const char* name, c10d::OpType type,
+                                                      std::vector<at::Tensor> outputs,
+                                                      const std::function<void()>& run,
+                                                      KilnWork::Finish after);
+  // A collective's own timeout, else the group's.
+  std::chrono::milliseconds timeout_for(std::chrono::milliseconds requested) const;
   c10::intrusive_ptr<c10d::Backend> transport_;
-  std::unique_ptr<SharedMemoryAllReduce> shared_memory_;
+  std::unique_ptr<SharedMemoryCollectives> shared_memory_;
   std::chrono::milliseconds timeout_;
   // Last member: destroyed first, completing what is in flight while the
   // transport is still alive.

@@ -110,6 +110,11 @@ class KilnWork : public c10d::Work {
            std::vector<c10::intrusive_ptr<c10d::Work>> transport, std::vector<at::Tensor> outputs,
            Finish finish, std::chrono::milliseconds timeout);
 
+  // Completes the work now, in the calling thread, when its transport is
+  // already done (a collective that ran in the caller): its future is then
+  // complete when the collective returns, and a failure is its error.
+  void complete_now() { complete_once(); }
+
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;

@@ -7,7 +7,7 @@
 // write into memory they all map, and wait for each other on counters in that
 // memory, as NCCL's and oneCCL's shared-memory transports do. This class is
 // that meeting place; what the ranks compute there is the caller's
-// (csrc/kiln/distributed/shared_memory_all_reduce.h).
+// (csrc/kiln/distributed/shared_memory_collectives.h).
 //
 // The segment holds, for each of two buffer sets, one slot of slot_bytes per
 // rank and one result area, and per rank an arrival counter, its process id
@@ -53,7 +53,7 @@ class SharedMemoryGroup {
   // What a rank publishes about a round, for the others to compare with
   // theirs (the caller's meaning: dtype, op, element count).
   struct Descriptor {
-    int64_t words[4] = {0, 0, 0, 0};
+    int64_t words[6] = {0, 0, 0, 0, 0, 0};
     bool operator==(const Descriptor& other) const;
   };
 

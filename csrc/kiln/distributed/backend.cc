@@ -50,11 +50,6 @@ void order_after_current_stream(const Tensors& tensors) {
   ThreadPool::instance().stop_polling();
 }
 
-template <typename Predicate>
-bool all_of(const Tensors& tensors, Predicate predicate) {
-  return std::all_of(tensors.begin(), tensors.end(), predicate);
-}
-
 Tensors aliases(const Tensors& tensors) {
   Tensors result;
   result.reserve(tensors.size());
@@ -192,9 +187,7 @@ struct KilnBackend::Launch {
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
                                                       const c10d::BroadcastOptions& opts) {
-  if (shared_memory_ != nullptr && opts.rootTensor == 0 && all_of(tensors, [](const at::Tensor& tensor) {
-        return SharedMemoryCollectives::supports(tensor.scalar_type());
-      })) {
+  if (opts.rootTensor == 0 && through_shared_memory(tensors)) {
     check_kiln(*this, tensors, "broadcast");
     order_after_current_stream(tensors);
     Tensors host = aliases(tensors);
@@ -206,6 +199,19 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::broadcast(Tensors& tensors,
   }
   return Launch::in_place(*this, "broadcast", c10d::OpType::BROADCAST, tensors,
                           [&](Tensors& host) { return transport_->broadcast(host, opts); });
+}
+
+bool KilnBackend::through_shared_memory(const Tensors& tensors) const {
+  return shared_memory_ != nullptr && std::all_of(tensors.begin(), tensors.end(), [](const at::Tensor& tensor) {
+           return SharedMemoryCollectives::supports(tensor.scalar_type());
+         });
+}
+
+bool KilnBackend::through_shared_memory(const Tensors& tensors, c10d::ReduceOp::RedOpType op) const {
+  auto reducible = [op](const at::Tensor& tensor) {
+    return SharedMemoryCollectives::supports(tensor.scalar_type(), op);
+  };
+  return through_shared_memory(tensors) && std::all_of(tensors.begin(), tensors.end(), reducible);
 }
 
 std::chrono::milliseconds KilnBackend::timeout_for(std::chrono::milliseconds requested) const {
@@ -241,11 +247,11 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce(Tensors& tensors,
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
   premultiply(host, reduction);  // all-reduce overwrites its tensors anyway
-  if (shared_memory_ != nullptr && all_of(tensors, [&](const at::Tensor& tensor) {
-        return SharedMemoryCollectives::supports(tensor.scalar_type(), reduction.op.op_);
-      })) {
+  if (through_shared_memory(tensors, reduction.op.op_)) {
     return ran_in_shared_memory("all_reduce", c10d::OpType::ALLREDUCE, tensors, [&] {
-      for (const at::Tensor& tensor : host) shared_memory_->all_reduce(tensor, reduction.op.op_, timeout_for(opts.timeout));
+      for (const at::Tensor& tensor : host) {
+        shared_memory_->all_reduce(tensor, reduction.op.op_, timeout_for(opts.timeout));
+      }
     }, average_afterwards(host, reduction, size_));
   }
   c10d::AllreduceOptions transport_opts = opts;
@@ -262,11 +268,11 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allreduce_coalesced(
   order_after_current_stream(tensors);
   Tensors host = aliases(tensors);
   premultiply(host, reduction);
-  if (shared_memory_ != nullptr && all_of(tensors, [&](const at::Tensor& tensor) {
-        return SharedMemoryCollectives::supports(tensor.scalar_type(), reduction.op.op_);
-      })) {
+  if (through_shared_memory(tensors, reduction.op.op_)) {
     return ran_in_shared_memory("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, [&] {
-      for (const at::Tensor& tensor : host) shared_memory_->all_reduce(tensor, reduction.op.op_, timeout_for(opts.timeout));
+      for (const at::Tensor& tensor : host) {
+        shared_memory_->all_reduce(tensor, reduction.op.op_, timeout_for(opts.timeout));
+      }
     }, average_afterwards(host, reduction, size_));
   }
   // One all-reduce per tensor: Gloo's coalesced form needs one dtype for all.
@@ -323,7 +329,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::_allgather_base(at::Tensor& output, 
   order_after_current_stream({input});
   at::Tensor host_output = host_alias(output);
   at::Tensor host_input = host_alias(input);
-  if (shared_memory_ != nullptr && SharedMemoryCollectives::supports(input.scalar_type())) {
+  if (through_shared_memory({input})) {
     return ran_in_shared_memory("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output}, [&] {
       shared_memory_->all_gather(host_output, host_input, timeout_for(opts.timeout));
     }, nullptr);
@@ -339,9 +345,7 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allgather_into_tensor_coalesced(
   TORCH_CHECK(outputs.size() == inputs.size(), "kiln backend: all_gather_into_tensor_coalesced "
               "needs one output per input, got ", outputs.size(), " and ", inputs.size());
   order_after_current_stream(inputs);
-  if (shared_memory_ != nullptr && all_of(inputs, [](const at::Tensor& tensor) {
-        return SharedMemoryCollectives::supports(tensor.scalar_type());
-      })) {
+  if (through_shared_memory(inputs)) {
     Tensors host_outputs = aliases(outputs);
     Tensors host_inputs = aliases(inputs);
     return ran_in_shared_memory("all_gather_into_tensor_coalesced", c10d::OpType::COALESCED, outputs, [&] {
@@ -416,16 +420,14 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter_tensor_coalesced(
   Reduction reduction = reduction_for(opts.reduceOp, inputs, "reduce_scatter_tensor");
   order_after_current_stream(inputs);
   Tensors host_outputs = aliases(outputs);
-  const bool through_shared_memory = shared_memory_ != nullptr && all_of(inputs, [&](const at::Tensor& tensor) {
-    return SharedMemoryCollectives::supports(tensor.scalar_type(), reduction.op.op_);
-  });
+  const bool shared = through_shared_memory(inputs, reduction.op.op_);
   // Inputs are only read. PREMUL_SUM multiplies copies; Gloo gets copies in
   // any case (it may use its inputs as scratch); shared memory reads the
   // caller's tensors when there is nothing to multiply.
-  Tensors staged = through_shared_memory && reduction.premultiply == 1.0
+  Tensors staged = shared && reduction.premultiply == 1.0
                        ? aliases(inputs)
                        : premultiplied_copies(inputs, reduction.premultiply);
-  if (through_shared_memory) {
+  if (shared) {
     return ran_in_shared_memory("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, outputs, [&] {
       for (size_t index = 0; index < inputs.size(); ++index) {
         shared_memory_->reduce_scatter(host_outputs[index], staged[index], reduction.op.op_,

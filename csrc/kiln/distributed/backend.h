@@ -103,6 +103,9 @@ class KilnBackend : public c10d::Backend {
                                                       std::vector<at::Tensor> outputs,
                                                       const std::function<void()>& run,
                                                       KilnWork::Finish after);
+  // Whether `tensors` go through shared memory (reduced with `op`).
+  bool through_shared_memory(const std::vector<at::Tensor>& tensors) const;
+  bool through_shared_memory(const std::vector<at::Tensor>& tensors, c10d::ReduceOp::RedOpType op) const;
   // A collective's own timeout, else the group's.
   std::chrono::milliseconds timeout_for(std::chrono::milliseconds requested) const;
   c10::intrusive_ptr<c10d::Backend> transport_;

@@ -156,6 +156,8 @@ def mismatched_rank(rank, size, kind):
     try:
         if kind == "collective" and rank == 1:
             dist.broadcast(tensor, src=0)
+        elif kind == "barrier" and rank == 1:
+            dist.barrier()
         else:
             dist.all_reduce(tensor)
     except Exception as error:  # noqa: BLE001
@@ -172,10 +174,13 @@ def test_mismatched_collectives_fail_on_every_rank_naming_each_ranks_call():
             ("dtype", ("rank 0 called all_reduce (SUM) of 4 elements of Float",
                        "rank 1 called all_reduce (SUM) of 4 elements of Long")),
             ("collective", ("rank 0 called all_reduce (SUM) of 4 elements of Float",
-                            "rank 1 called broadcast from rank 0 of 4 elements of Float"))):
+                            "rank 1 called broadcast from rank 0 of 4 elements of Float")),
+            ("barrier", ("rank 0 called all_reduce (SUM) of 4 elements of Float",
+                         "rank 1 called barrier"))):
         results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS)
         for rank, message in results.items():
-            collective = "broadcast" if kind == "collective" and rank == 1 else "all_reduce"
+            collective = {"collective": "broadcast", "barrier": "barrier"}.get(kind, "all_reduce") \
+                if rank == 1 else "all_reduce"
             assert f"kiln: {collective} on rank {rank} of 2 failed" in message, message
             assert "the ranks' calls differ" in message, message
             assert all(part in message for part in described), (kind, message)

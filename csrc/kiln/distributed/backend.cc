@@ -490,6 +490,10 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::recvAnysource(Tensors& tensors, int 
 
 c10::intrusive_ptr<c10d::Work> KilnBackend::barrier(const c10d::BarrierOptions& opts) {
   order_after_current_stream({});
+  if (shared_memory_ != nullptr) {
+    return ran_in_shared_memory("barrier", c10d::OpType::BARRIER, {},
+                                [&] { shared_memory_->barrier(timeout_for(opts.timeout)); }, nullptr);
+  }
   return Launch::of(*this, "barrier", c10d::OpType::BARRIER, {transport_->barrier(opts)}, {});
 }
 

@@ -83,6 +83,7 @@ const char* kind_name(int64_t kind) {
     case 2: return "all_gather_into_tensor";
     case 3: return "reduce_scatter_tensor";
     case 4: return "broadcast";
+    case 5: return "barrier";
     default: return "another collective";
   }
 }
@@ -91,6 +92,7 @@ const char* kind_name(int64_t kind) {
 std::string describe(const SharedMemoryGroup::Descriptor& descriptor) {
   const auto& words = descriptor.words;  // kind, dtype, input elements, argument, output elements
   std::string text = kind_name(words[0]);
+  if (words[0] == 5) return text;
   if (words[0] == 1 || words[0] == 3) text += std::string(" (") + op_name(words[3]) + ")";
   if (words[0] == 4) text += " from rank " + std::to_string(words[3]);
   text += " of " + std::to_string(words[2]) + " elements of " +
@@ -289,6 +291,14 @@ void SharedMemoryCollectives::broadcast(const at::Tensor& tensor, int root, Time
   };
   in_pieces({Kind::kBroadcast, flat, root, 0}, flat.numel(), slot_elements(flat), deadline, fill, finish);
   if (rank != root) data.write_back();
+}
+
+void SharedMemoryCollectives::barrier(Timeout timeout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const at::Tensor nothing = at::empty({0}, at::TensorOptions().dtype(at::kByte));
+  auto no_data = [](int, int64_t, int64_t) {};
+  in_pieces({Kind::kBarrier, nothing, 0, 0}, 0, 1, deadline, no_data, no_data);
 }
 
 }  // namespace kiln::torch_integration::distributed

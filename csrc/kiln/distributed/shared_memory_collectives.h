@@ -1,6 +1,6 @@
 // Collectives among ranks on one host, through a SharedMemoryGroup
 // (runtime/shared_memory_group.h) instead of Gloo's TCP: all_reduce,
-// all_gather_into_tensor, reduce_scatter_tensor and broadcast.
+// all_gather_into_tensor, reduce_scatter_tensor, broadcast and barrier.
 //
 // A tensor goes through in pieces that fit the group's slots. For each piece
 // every rank copies what it contributes into its slot and meets the others
@@ -15,7 +15,8 @@
 //     output;
 //   - reduce_scatter_tensor: each rank's slot holds its inputs for every
 //     destination, side by side; each rank reduces its own column;
-//   - broadcast: the root's slot is copied by the others.
+//   - broadcast: the root's slot is copied by the others;
+//   - barrier: one meeting, with nothing in the slots.
 // Reductions combine the slots in rank order, so all ranks get the same bits.
 //
 // With its first piece each rank publishes what it called (the collective,
@@ -60,10 +61,11 @@ class SharedMemoryCollectives {
   void all_gather(const at::Tensor& output, const at::Tensor& input, Timeout timeout);
   void reduce_scatter(const at::Tensor& output, const at::Tensor& input, RedOp op, Timeout timeout);
   void broadcast(const at::Tensor& tensor, int root, Timeout timeout);
+  void barrier(Timeout timeout);
 
  private:
   // What a rank called, compared across ranks at the first barrier.
-  enum class Kind : int64_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast };
+  enum class Kind : int64_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kBarrier };
   // What a rank publishes: the collective, its input's dtype and element
   // count, `argument` (the op, the root) and `output` (the output's element
   // count where it has its own).

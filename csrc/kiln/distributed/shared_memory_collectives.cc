@@ -103,6 +103,14 @@ std::string describe(const SharedMemoryGroup::Descriptor& descriptor) {
 
 }  // namespace
 
+struct SharedMemoryCollectives::Running {
+  Running(std::mutex& mutex, Timeout timeout)
+      : lock(mutex), deadline(std::chrono::steady_clock::now() + timeout), threads(/*small=*/true) {}
+  std::lock_guard<std::mutex> lock;
+  const std::chrono::steady_clock::time_point deadline;
+  library::LibraryThreadScope threads;
+};
+
 SharedMemoryCollectives::SharedMemoryCollectives(std::shared_ptr<SharedMemoryGroup> group)
     : group_(std::move(group)) {
   TORCH_CHECK(group_ != nullptr && group_->size() >= 2,
@@ -172,9 +180,7 @@ void SharedMemoryCollectives::in_pieces(const Call& call, int64_t total, int64_t
 }
 
 void SharedMemoryCollectives::all_reduce(const at::Tensor& tensor, RedOp op, Timeout timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  library::LibraryThreadScope threads(/*small=*/true);  // the other ranks have the other cores
+  const Running running(mutex_, timeout);
   const Flat data(tensor, /*read=*/true);
   const at::Tensor& flat = data.flat;
   const int rank = group_->rank();
@@ -196,18 +202,16 @@ void SharedMemoryCollectives::all_reduce(const at::Tensor& tensor, RedOp op, Tim
     std::vector<at::Tensor> shares;
     for (const at::Tensor& part : slots) shares.push_back(part.narrow(0, begin, end - begin));
     combine_all(result.narrow(0, begin, end - begin), shares, op);
-    check_ok(group_->barrier(deadline));
+    check_ok(group_->barrier(running.deadline));
     mine.copy_(result);
   };
-  in_pieces({Kind::kAllReduce, flat, static_cast<int64_t>(op), 0}, flat.numel(), slot_elements(flat), deadline,
-            fill, finish);
+  in_pieces({Kind::kAllReduce, flat, static_cast<int64_t>(op), 0}, flat.numel(), slot_elements(flat),
+            running.deadline, fill, finish);
   data.write_back();
 }
 
 void SharedMemoryCollectives::all_gather(const at::Tensor& output, const at::Tensor& input, Timeout timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  library::LibraryThreadScope threads(/*small=*/true);
+  const Running running(mutex_, timeout);
   const Flat source(input, /*read=*/true);
   const Flat target(output, /*read=*/false);
   const at::Tensor& in = source.flat;
@@ -230,15 +234,13 @@ void SharedMemoryCollectives::all_gather(const at::Tensor& output, const at::Ten
       out.narrow(0, peer * n + offset, count).copy_(slot(buffer, peer, in, count));
     }
   };
-  in_pieces({Kind::kAllGather, in, 0, out.numel()}, n, slot_elements(in), deadline, fill, finish);
+  in_pieces({Kind::kAllGather, in, 0, out.numel()}, n, slot_elements(in), running.deadline, fill, finish);
   target.write_back();
 }
 
 void SharedMemoryCollectives::reduce_scatter(const at::Tensor& output, const at::Tensor& input, RedOp op,
                                              Timeout timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  library::LibraryThreadScope threads(/*small=*/true);
+  const Running running(mutex_, timeout);
   const Flat source(input, /*read=*/true);
   const Flat target(output, /*read=*/false);
   const at::Tensor& in = source.flat;
@@ -269,15 +271,13 @@ void SharedMemoryCollectives::reduce_scatter(const at::Tensor& output, const at:
     }
     combine_all(out.narrow(0, offset, count), columns, op);
   };
-  in_pieces({Kind::kReduceScatter, in, static_cast<int64_t>(op), n}, n, slot_elements(in) / size, deadline,
-            fill, finish);
+  in_pieces({Kind::kReduceScatter, in, static_cast<int64_t>(op), n}, n, slot_elements(in) / size,
+            running.deadline, fill, finish);
   target.write_back();
 }
 
 void SharedMemoryCollectives::broadcast(const at::Tensor& tensor, int root, Timeout timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  library::LibraryThreadScope threads(/*small=*/true);
+  const Running running(mutex_, timeout);
   const int rank = group_->rank();
   const Flat data(tensor, /*read=*/rank == root);
   const at::Tensor& flat = data.flat;
@@ -289,16 +289,15 @@ void SharedMemoryCollectives::broadcast(const at::Tensor& tensor, int root, Time
   auto finish = [&](int buffer, int64_t offset, int64_t count) {
     if (rank != root) flat.narrow(0, offset, count).copy_(slot(buffer, root, flat, count));
   };
-  in_pieces({Kind::kBroadcast, flat, root, 0}, flat.numel(), slot_elements(flat), deadline, fill, finish);
+  in_pieces({Kind::kBroadcast, flat, root, 0}, flat.numel(), slot_elements(flat), running.deadline, fill, finish);
   if (rank != root) data.write_back();
 }
 
 void SharedMemoryCollectives::barrier(Timeout timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const Running running(mutex_, timeout);
   const at::Tensor nothing = at::empty({0}, at::TensorOptions().dtype(at::kByte));
   auto no_data = [](int, int64_t, int64_t) {};
-  in_pieces({Kind::kBarrier, nothing, 0, 0}, 0, 1, deadline, no_data, no_data);
+  in_pieces({Kind::kBarrier, nothing, 0, 0}, 0, 1, running.deadline, no_data, no_data);
 }
 
 }  // namespace kiln::torch_integration::distributed

@@ -83,6 +83,10 @@ class SharedMemoryCollectives {
   void in_pieces(const Call& call, int64_t total, int64_t per_piece,
                  std::chrono::steady_clock::time_point deadline, const PieceStep& fill,
                  const PieceStep& finish);
+  // Held while a collective runs: the group (one collective at a time), the
+  // collective's deadline, and the calling thread alone for ATen's copies and
+  // reductions (the other ranks have the other cores).
+  struct Running;
   void check_calls(int buffer) const;
   at::Tensor slot(int buffer, int rank, const at::Tensor& like, int64_t count) const;
   int64_t slot_elements(const at::Tensor& like) const;

@@ -155,7 +155,9 @@ StatusOr<std::unique_ptr<SharedMemoryGroup>> SharedMemoryGroup::open(const std::
   close(fd);
   if (base == MAP_FAILED) return unavailable(errno_text("mmap", name));
   const auto* header = static_cast<const Header*>(base);
-  if (header->magic != kMagic || header->size != size ||
+  const bool ready = header->magic == kMagic;
+  std::atomic_thread_fence(std::memory_order_acquire);  // pairs with create()'s release
+  if (!ready || header->size != size ||
       segment_bytes(size, header->slot_bytes) != bytes) {
     munmap(base, bytes);
     return unavailable("'" + name + "' is not a kiln shared-memory group of " + std::to_string(size) + " ranks");

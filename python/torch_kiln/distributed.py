@@ -7,8 +7,8 @@
 The backend is C++ (csrc/kiln/distributed): a c10d::Backend whose transport
 is a Gloo backend of the same group, given zero-copy CPU aliases of device
 memory. When all the group's ranks run on this host, all_reduce,
-all_gather_into_tensor, reduce_scatter_tensor, broadcast and barrier go
-through a shared-memory segment instead. This module builds the Gloo backend and the
+all_gather_into_tensor, reduce_scatter_tensor, broadcast, barrier and
+all_to_all_single go through a shared-memory segment instead. This module builds the Gloo backend and the
 segment for each group and registers "kiln" with torch.distributed, for the
 kiln device.
 """

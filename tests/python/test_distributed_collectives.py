@@ -3,8 +3,9 @@ on kiln tensors, against a reference computed on the CPU from every rank's
 inputs, for float32, bfloat16 and int64, on 2 and 4 ranks (one process per
 rank), plus sub-groups, async work and its future. all_reduce,
 all_gather_into_tensor, reduce_scatter_tensor and broadcast between ranks of
-one host go through shared memory; they are tested with Gloo carrying them
-too, and over the shapes and sizes that take each of their paths.
+one host go through shared memory, and all_to_all_single when it fits; they
+are tested with Gloo carrying them too, and over the shapes and sizes that
+take each of their paths.
 
 Inputs are small integers, so every reduction order gives the same exact
 result and the comparisons are exact."""
@@ -196,6 +197,7 @@ def every_collective_over_gloo(rank, size):
     assert not uses_shared_memory(), "KILN_DISTRIBUTED_SHARED_MEMORY=0 left shared memory on"
     every_collective(rank, size)
     shared_memory_data_movement(rank, size)  # the same sizes, over Gloo
+    shared_memory_all_to_all(rank, size)
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
@@ -279,9 +281,31 @@ def shared_memory_data_movement(rank, size):
     check(tensor, inputs[0], "broadcast of a transpose")
 
 
+def uneven_all_to_all(rank, size, rows_per_step, dtype):
+    """all_to_all_single where rank r sends (r + j + 1) * rows_per_step rows to rank j."""
+    def block(sender, receiver):
+        rows = (sender + receiver + 1) * rows_per_step
+        return (1000 * sender + 100 * receiver + torch.arange(rows * 8).reshape(rows, 8) % 97).to(dtype)
+    send = torch.cat([block(rank, j) for j in range(size)]).to("kiln")
+    expected = torch.cat([block(j, rank) for j in range(size)])
+    output = torch.empty(expected.shape, dtype=dtype, device="kiln")
+    dist.all_to_all_single(output, send, output_split_sizes=[(j + rank + 1) * rows_per_step for j in range(size)],
+                           input_split_sizes=[(rank + j + 1) * rows_per_step for j in range(size)])
+    check(output, expected, f"all_to_all_single of {rows_per_step}-row steps {dtype}")
+
+
+def shared_memory_all_to_all(rank, size):
+    uneven_all_to_all(rank, size, 1000, torch.float32)   # every input fits its slot
+    uneven_all_to_all(rank, size, 1000, torch.int64)
+    # Some ranks' inputs exceed the 1 MiB slot: every rank takes Gloo for this call.
+    uneven_all_to_all(rank, size, 10000, torch.float32)
+    uneven_all_to_all(rank, size, 3, torch.bfloat16)     # and shared memory again after it
+
+
 def shared_memory_collectives(rank, size):
     shared_memory_all_reduce(rank, size)
     shared_memory_data_movement(rank, size)
+    shared_memory_all_to_all(rank, size)
 
 
 @pytest.mark.parametrize("world_size", [2, 4])

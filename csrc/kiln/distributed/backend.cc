@@ -228,6 +228,11 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::ran_in_shared_memory(const char* nam
   } catch (...) {
     failure = std::current_exception();
   }
+  return finished_here(name, type, std::move(outputs), failure, std::move(after));
+}
+
+c10::intrusive_ptr<c10d::Work> KilnBackend::finished_here(const char* name, c10d::OpType type, Tensors outputs,
+                                                          std::exception_ptr failure, KilnWork::Finish after) {
   KilnWork::Finish finish = [failure, after = std::move(after)] {
     if (failure) std::rethrow_exception(failure);
     if (after) after();
@@ -454,6 +459,18 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::alltoall_base(
   order_after_current_stream({input});
   at::Tensor host_output = host_alias(output);
   at::Tensor host_input = host_alias(input);
+  if (through_shared_memory({input, output})) {
+    std::exception_ptr failure;
+    bool done = true;
+    try {
+      done = shared_memory_->all_to_all(host_output, host_input, output_split_sizes, input_split_sizes,
+                                        timeout_for(opts.timeout));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    if (done) return finished_here("all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output}, failure, nullptr);
+    // Some rank's input was larger than its slot: every rank takes Gloo.
+  }
   return Launch::of(*this, "all_to_all_single", c10d::OpType::ALLTOALL_BASE,
                     {transport_->all_to_all_single(host_output, host_input, output_split_sizes,
                                                    input_split_sizes, opts)},

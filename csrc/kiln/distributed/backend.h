@@ -99,6 +99,11 @@ class KilnBackend : public c10d::Backend {
   // memory, in this thread; its failure becomes the work's error, raised by
   // wait() as a transport's would be. `after` (AVG's division) runs once it
   // succeeded.
+  // The work of a collective that ended in this thread, with `failure` (or
+  // none) as its error; `after` runs if it succeeded.
+  c10::intrusive_ptr<c10d::Work> finished_here(const char* name, c10d::OpType type,
+                                               std::vector<at::Tensor> outputs, std::exception_ptr failure,
+                                               KilnWork::Finish after);
   c10::intrusive_ptr<c10d::Work> ran_in_shared_memory(const char* name, c10d::OpType type,
                                                       std::vector<at::Tensor> outputs,
                                                       const std::function<void()>& run,

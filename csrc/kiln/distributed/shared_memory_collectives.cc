@@ -11,6 +11,8 @@
 #include <ATen/ops/mul.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,7 @@ const char* kind_name(int64_t kind) {
     case 3: return "reduce_scatter_tensor";
     case 4: return "broadcast";
     case 5: return "barrier";
+    case 6: return "all_to_all_single";
     default: return "another collective";
   }
 }
@@ -93,6 +96,7 @@ std::string describe(const SharedMemoryGroup::Descriptor& descriptor) {
   const auto& words = descriptor.words;  // kind, dtype, input elements, argument, output elements
   std::string text = kind_name(words[0]);
   if (words[0] == 5) return text;
+  if (words[0] == 6) return text + " of " + c10::toString(static_cast<at::ScalarType>(words[1]));
   if (words[0] == 1 || words[0] == 3) text += std::string(" (") + op_name(words[3]) + ")";
   if (words[0] == 4) text += " from rank " + std::to_string(words[3]);
   text += " of " + std::to_string(words[2]) + " elements of " +
@@ -141,10 +145,13 @@ int64_t SharedMemoryCollectives::slot_elements(const at::Tensor& like) const {
   return static_cast<int64_t>(group_->slot_bytes()) / static_cast<int64_t>(like.element_size());
 }
 
-void SharedMemoryCollectives::check_calls(int buffer) const {
+void SharedMemoryCollectives::check_calls(int buffer, int compared) const {
   const SharedMemoryGroup::Descriptor& own = group_->descriptor(buffer, group_->rank());
   bool same = true;
-  for (int rank = 0; rank < group_->size(); ++rank) same = same && group_->descriptor(buffer, rank) == own;
+  for (int rank = 0; rank < group_->size(); ++rank) {
+    const auto& words = group_->descriptor(buffer, rank).words;
+    same = same && std::equal(words, words + compared, own.words);
+  }
   if (same) return;
   std::string ranks;
   for (int rank = 0; rank < group_->size(); ++rank) {
@@ -298,6 +305,86 @@ void SharedMemoryCollectives::barrier(Timeout timeout) {
   const at::Tensor nothing = at::empty({0}, at::TensorOptions().dtype(at::kByte));
   auto no_data = [](int, int64_t, int64_t) {};
   in_pieces({Kind::kBarrier, nothing, 0, 0}, 0, 1, running.deadline, no_data, no_data);
+}
+
+namespace {
+
+// Elements sent to (or received from) each rank: `splits` rows of dim 0 each,
+// or equal parts when empty. Empty when they do not fit the tensor.
+std::vector<int64_t> element_counts(const at::Tensor& tensor, c10::IntArrayRef splits, int size) {
+  if (tensor.dim() == 0) return {};
+  const int64_t rows = tensor.size(0);
+  const int64_t row = rows == 0 ? 0 : tensor.numel() / rows;
+  if (splits.empty()) {
+    if (rows % size != 0) return {};
+    return std::vector<int64_t>(size, rows / size * row);
+  }
+  if (static_cast<int64_t>(splits.size()) != size) return {};
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (int64_t split : splits) {
+    if (split < 0) return {};
+    counts.push_back(split * row);
+    total += split;
+  }
+  if (total != rows) return {};
+  return counts;
+}
+
+}  // namespace
+
+bool SharedMemoryCollectives::all_to_all(const at::Tensor& output, const at::Tensor& input,
+                                         c10::IntArrayRef output_splits, c10::IntArrayRef input_splits,
+                                         Timeout timeout) {
+  const Running running(mutex_, timeout);
+  const int rank = group_->rank();
+  const int size = group_->size();
+  const Flat source(input, /*read=*/true);
+  const Flat target(output, /*read=*/false);
+  const std::vector<int64_t> sending = element_counts(input, input_splits, size);
+  const std::vector<int64_t> receiving = element_counts(output, output_splits, size);
+  const bool valid = !sending.empty() && !receiving.empty() && input.scalar_type() == output.scalar_type();
+  const size_t header = static_cast<size_t>(size) * sizeof(int64_t);
+  const bool fits = valid && header + source.flat.nbytes() <= group_->slot_bytes();
+  const int buffer = group_->begin_round();
+  char* own = group_->slot(buffer, rank);
+  if (fits) {
+    std::memcpy(own, sending.data(), header);
+    at::from_blob(own + header, {source.flat.numel()}, source.flat.options()).copy_(source.flat);
+  }
+  // Compared: the collective and the dtype. Word 5 says whether this rank's
+  // input fits (1), does not (0), or its splits do not match its tensors (2).
+  SharedMemoryGroup::Descriptor descriptor;
+  descriptor.words[0] = static_cast<int64_t>(Kind::kAllToAll);
+  descriptor.words[1] = static_cast<int64_t>(input.scalar_type());
+  descriptor.words[5] = !valid ? 2 : fits ? 1 : 0;
+  group_->publish(buffer, descriptor);
+  check_ok(group_->barrier(running.deadline));
+  check_calls(buffer, /*compared=*/2);
+  bool all_fit = true;
+  for (int peer = 0; peer < size; ++peer) {
+    const int64_t state = group_->descriptor(buffer, peer).words[5];
+    TORCH_CHECK(state != 2, "all_to_all_single: rank ", peer, "'s split sizes do not divide its tensors' first "
+                "dimension, or its input and output dtypes differ");
+    all_fit = all_fit && state == 1;
+  }
+  if (!all_fit) return false;
+  int64_t placed = 0;
+  for (int peer = 0; peer < size; ++peer) {
+    const char* slot = group_->slot(buffer, peer);
+    std::vector<int64_t> counts(size);
+    std::memcpy(counts.data(), slot, header);
+    int64_t offset = 0;
+    for (int before = 0; before < rank; ++before) offset += counts[before];
+    TORCH_CHECK(counts[rank] == receiving[peer], "all_to_all_single: rank ", peer, " sends ", counts[rank],
+                " elements to rank ", rank, ", which expects ", receiving[peer]);
+    const at::Tensor block = at::from_blob(const_cast<char*>(slot) + header + offset * source.flat.element_size(),
+                                           {counts[rank]}, source.flat.options());
+    target.flat.narrow(0, placed, counts[rank]).copy_(block);
+    placed += counts[rank];
+  }
+  target.write_back();
+  return true;
 }
 
 }  // namespace kiln::torch_integration::distributed

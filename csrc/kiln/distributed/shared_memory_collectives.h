@@ -1,6 +1,7 @@
 // Collectives among ranks on one host, through a SharedMemoryGroup
 // (runtime/shared_memory_group.h) instead of Gloo's TCP: all_reduce,
-// all_gather_into_tensor, reduce_scatter_tensor, broadcast and barrier.
+// all_gather_into_tensor, reduce_scatter_tensor, broadcast, barrier and
+// all_to_all_single.
 //
 // A tensor goes through in pieces that fit the group's slots. For each piece
 // every rank copies what it contributes into its slot and meets the others
@@ -16,7 +17,11 @@
 //   - reduce_scatter_tensor: each rank's slot holds its inputs for every
 //     destination, side by side; each rank reduces its own column;
 //   - broadcast: the root's slot is copied by the others;
-//   - barrier: one meeting, with nothing in the slots.
+//   - barrier: one meeting, with nothing in the slots;
+//   - all_to_all_single: each rank's slot holds how many elements it sends to
+//     each rank, then its whole input; each rank copies its block from every
+//     slot. One piece only: when some rank's input does not fit its slot, all
+//     ranks learn it at the meeting and the caller uses Gloo instead.
 // Reductions combine the slots in rank order, so all ranks get the same bits.
 //
 // With its first piece each rank publishes what it called (the collective,
@@ -62,10 +67,14 @@ class SharedMemoryCollectives {
   void reduce_scatter(const at::Tensor& output, const at::Tensor& input, RedOp op, Timeout timeout);
   void broadcast(const at::Tensor& tensor, int root, Timeout timeout);
   void barrier(Timeout timeout);
+  // Splits in rows of dim 0 (empty: equal). Returns false, having moved
+  // nothing, when some rank's input does not fit its slot.
+  bool all_to_all(const at::Tensor& output, const at::Tensor& input, c10::IntArrayRef output_splits,
+                  c10::IntArrayRef input_splits, Timeout timeout);
 
  private:
   // What a rank called, compared across ranks at the first barrier.
-  enum class Kind : int64_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kBarrier };
+  enum class Kind : int64_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kBarrier, kAllToAll };
   // What a rank publishes: the collective, its input's dtype and element
   // count, `argument` (the op, the root) and `output` (the output's element
   // count where it has its own).
@@ -87,7 +96,9 @@ class SharedMemoryCollectives {
   // collective's deadline, and the calling thread alone for ATen's copies and
   // reductions (the other ranks have the other cores).
   struct Running;
-  void check_calls(int buffer) const;
+  // Fails unless every rank's descriptor for `buffer` matches this rank's
+  // in its first `compared` words.
+  void check_calls(int buffer, int compared = 6) const;
   at::Tensor slot(int buffer, int rank, const at::Tensor& like, int64_t count) const;
   int64_t slot_elements(const at::Tensor& like) const;
 

@@ -3,7 +3,8 @@ on kiln tensors, against a reference computed on the CPU from every rank's
 inputs, for float32, bfloat16 and int64, on 2 and 4 ranks (one process per
 rank), plus sub-groups, async work and its future. all_reduce,
 all_gather_into_tensor, reduce_scatter_tensor and broadcast between ranks of
-one host go through shared memory, and all_to_all_single when it fits; they
+one host go through shared memory (and the list forms of all_gather and
+reduce_scatter through them), and all_to_all_single when it fits; they
 are tested with Gloo carrying them too, and over the shapes and sizes that
 take each of their paths.
 
@@ -271,6 +272,17 @@ def shared_memory_data_movement(rank, size):
         tensor = inputs[rank].to("kiln")
         dist.broadcast(tensor, src=size - 1)
         check(tensor, inputs[size - 1], f"broadcast of {count} {dtype}")
+
+        # The list forms go through the tensor forms' pieces.
+        gathered = [torch.empty(count, dtype=dtype, device="kiln") for _ in range(size)]
+        dist.all_gather(gathered, inputs[rank].to("kiln"))
+        for source, tensor in enumerate(gathered):
+            check(tensor, inputs[source], f"all_gather of {count} {dtype} from rank {source}")
+        chunks = [rank_input(r, (size * count,), dtype, salt=12) for r in range(size)]
+        output = torch.empty(count, dtype=dtype, device="kiln")
+        dist.reduce_scatter(output, list(chunks[rank].to("kiln").split(count)))
+        check(output, reference_reduce(chunks, "SUM", size)[rank * count:(rank + 1) * count],
+              f"reduce_scatter of {count} {dtype}")
     # Non-contiguous tensors, gathered into and broadcast in place.
     inputs = [rank_input(r, (300, 200), torch.float32, salt=11) for r in range(size)]
     output = torch.empty(200, 300 * size, device="kiln").t()

@@ -1,5 +1,6 @@
 #include "kiln/distributed/backend.h"
 
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
@@ -324,6 +325,26 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::allgather(TensorLists& outputs, Tens
   order_after_current_stream(inputs);
   TensorLists host_outputs = aliases(outputs);
   Tensors host_inputs = aliases(inputs);
+  if (through_shared_memory(inputs) && outputs.size() == inputs.size()) {
+    // Gathered into one staging tensor as all_gather_into_tensor does, then
+    // copied to the list's tensors.
+    return ran_in_shared_memory("all_gather", c10d::OpType::ALLGATHER, flatten(outputs), [&] {
+      for (size_t index = 0; index < inputs.size(); ++index) {
+        const at::Tensor& input = host_inputs[index];
+        const int64_t n = input.numel();
+        TORCH_CHECK(static_cast<int>(host_outputs[index].size()) == size_, "all_gather needs ", size_,
+                    " output tensors, got ", host_outputs[index].size());
+        at::Tensor gathered = at::empty({size_ * n}, input.options());
+        shared_memory_->all_gather(gathered, input, timeout_for(opts.timeout));
+        for (int rank = 0; rank < size_; ++rank) {
+          at::Tensor& output = host_outputs[index][rank];
+          TORCH_CHECK(output.numel() == n, "all_gather: output ", rank, " has ", output.numel(),
+                      " elements, the input ", n);
+          output.copy_(gathered.narrow(0, rank * n, n).view(output.sizes()));
+        }
+      }
+    }, nullptr);
+  }
   return Launch::of(*this, "all_gather", c10d::OpType::ALLGATHER,
                     {transport_->allgather(host_outputs, host_inputs, opts)}, flatten(outputs));
 }
@@ -402,6 +423,17 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter(Tensors& outputs, Ten
   Tensors host_outputs = aliases(outputs);
   TensorLists host_inputs;
   for (const Tensors& list : inputs) host_inputs.push_back(premultiplied_copies(list, reduction.premultiply));
+  if (through_shared_memory(flat_inputs, reduction.op.op_) && inputs.size() == outputs.size()) {
+    // The list laid end to end, as reduce_scatter_tensor takes it.
+    return ran_in_shared_memory("reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, [&] {
+      for (size_t index = 0; index < outputs.size(); ++index) {
+        Tensors flat;
+        for (const at::Tensor& part : host_inputs[index]) flat.push_back(part.reshape({-1}));
+        shared_memory_->reduce_scatter(host_outputs[index], at::cat(flat), reduction.op.op_,
+                                       timeout_for(opts.timeout));
+      }
+    }, average_afterwards(host_outputs, reduction, size_));
+  }
   c10d::ReduceScatterOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
   return Launch::of(*this, "reduce_scatter", c10d::OpType::REDUCE_SCATTER,

@@ -279,10 +279,13 @@ def shared_memory_data_movement(rank, size):
         for source, tensor in enumerate(gathered):
             check(tensor, inputs[source], f"all_gather of {count} {dtype} from rank {source}")
         chunks = [rank_input(r, (size * count,), dtype, salt=12) for r in range(size)]
-        output = torch.empty(count, dtype=dtype, device="kiln")
-        dist.reduce_scatter(output, list(chunks[rank].to("kiln").split(count)))
-        check(output, reference_reduce(chunks, "SUM", size)[rank * count:(rank + 1) * count],
-              f"reduce_scatter of {count} {dtype}")
+        for name in ("SUM", "PREMUL_SUM") if dtype.is_floating_point else ("SUM",):
+            output = torch.empty(count, dtype=dtype, device="kiln")
+            parts = list(chunks[rank].to("kiln").split(count))
+            dist.reduce_scatter(output, parts, op=reduce_op(name))
+            check(output, reference_reduce(chunks, name, size)[rank * count:(rank + 1) * count],
+                  f"reduce_scatter {name} of {count} {dtype}")
+            check(torch.cat(parts), chunks[rank], f"reduce_scatter {name}'s inputs, after it")
     # Non-contiguous tensors, gathered into and broadcast in place.
     inputs = [rank_input(r, (300, 200), torch.float32, salt=11) for r in range(size)]
     output = torch.empty(200, 300 * size, device="kiln").t()

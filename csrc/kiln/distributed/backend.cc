@@ -421,19 +421,21 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::reduce_scatter(Tensors& outputs, Ten
   Reduction reduction = reduction_for(opts.reduceOp, flat_inputs, "reduce_scatter");
   order_after_current_stream(flat_inputs);
   Tensors host_outputs = aliases(outputs);
-  TensorLists host_inputs;
-  for (const Tensors& list : inputs) host_inputs.push_back(premultiplied_copies(list, reduction.premultiply));
   if (through_shared_memory(flat_inputs, reduction.op.op_) && inputs.size() == outputs.size()) {
-    // The list laid end to end, as reduce_scatter_tensor takes it.
+    // The list laid end to end (a copy, so PREMUL_SUM multiplies it in
+    // place), as reduce_scatter_tensor takes it.
     return ran_in_shared_memory("reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs, [&] {
       for (size_t index = 0; index < outputs.size(); ++index) {
-        Tensors flat;
-        for (const at::Tensor& part : host_inputs[index]) flat.push_back(part.reshape({-1}));
-        shared_memory_->reduce_scatter(host_outputs[index], at::cat(flat), reduction.op.op_,
-                                       timeout_for(opts.timeout));
+        Tensors parts;
+        for (const at::Tensor& part : inputs[index]) parts.push_back(host_alias(part).reshape({-1}));
+        at::Tensor laid_out = at::cat(parts);
+        if (reduction.premultiply != 1.0) laid_out.mul_(reduction.premultiply);
+        shared_memory_->reduce_scatter(host_outputs[index], laid_out, reduction.op.op_, timeout_for(opts.timeout));
       }
     }, average_afterwards(host_outputs, reduction, size_));
   }
+  TensorLists host_inputs;
+  for (const Tensors& list : inputs) host_inputs.push_back(premultiplied_copies(list, reduction.premultiply));
   c10d::ReduceScatterOptions transport_opts = opts;
   transport_opts.reduceOp = reduction.op;
   return Launch::of(*this, "reduce_scatter", c10d::OpType::REDUCE_SCATTER,

@@ -226,13 +226,11 @@ void SharedMemoryCollectives::all_gather(const at::Tensor& output, const at::Ten
   const int rank = group_->rank();
   const int size = group_->size();
   const int64_t n = in.numel();
-  bool checked = false;
   auto fill = [&](int buffer, int64_t offset, int64_t count) {
     slot(buffer, rank, in, count).copy_(in.narrow(0, offset, count));
   };
   auto finish = [&](int buffer, int64_t offset, int64_t count) {
-    if (!checked) {  // after the ranks compared their calls: all fail alike
-      checked = true;
+    if (offset == 0) {  // the first piece, after the ranks compared their calls: all fail alike
       TORCH_CHECK(out.numel() == n * size && out.scalar_type() == in.scalar_type(),
                   "all_gather_into_tensor needs an output of ", size, " x ", n, " elements of ",
                   in.scalar_type(), ", got ", out.numel(), " elements of ", out.scalar_type());
@@ -256,7 +254,6 @@ void SharedMemoryCollectives::reduce_scatter(const at::Tensor& output, const at:
   const int size = group_->size();
   const int64_t n = out.numel();
   const bool fits = in.numel() == n * size && in.scalar_type() == out.scalar_type();
-  bool checked = false;
   // A rank's slot holds its piece for every destination, side by side.
   auto fill = [&](int buffer, int64_t offset, int64_t count) {
     if (!fits) return;  // reported after the ranks compared their calls
@@ -266,8 +263,7 @@ void SharedMemoryCollectives::reduce_scatter(const at::Tensor& output, const at:
     }
   };
   auto finish = [&](int buffer, int64_t offset, int64_t count) {
-    if (!checked) {
-      checked = true;
+    if (offset == 0) {  // the first piece, after the ranks compared their calls
       TORCH_CHECK(fits, "reduce_scatter_tensor needs an input of ", size, " x ", n, " elements of ",
                   out.scalar_type(), ", got ", in.numel(), " elements of ", in.scalar_type());
     }

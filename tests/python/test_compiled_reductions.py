@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from differential import ALL, FLOATING, INTEGRAL, check, compiled_only, make, variants
+from differential import ALL, FLOATING, INTEGRAL, assert_same, check, compiled_only, make, variants
 
 DIMS = [None, 0, 1, -1, (0, 1), (0, 2), ()]
 
@@ -110,3 +110,28 @@ def test_explicitly_vectorised_max_min_rows(op, dtype):
                          ("transposed", x.t().contiguous().t())]:
         fn = (lambda a: op(a.abs(), 1)) if name == "abs" else (lambda a: op(a, 1))
         compiled_only(lambda: check(fn, tensor, message=name))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("length", [8, 16, 24, 33])
+def test_row_folds_combine_every_lane(dtype, length):
+    # A row's vector lanes fold by halves into one value at the end (the
+    # prelude's horizontal folds): row i puts its extreme, or a NaN, in
+    # element i, so every lane, and the scalar tail past the last whole
+    # block, must reach the result. Eager kernels take the row length at
+    # run time; the compiled program's are specialised to it.
+    x = make((3 * length, length), torch.float64, low=-1.0, high=1.0)
+    for row in range(length):
+        x[row, row] = 100.0
+        x[length + row, row] = -100.0
+        x[2 * length + row, row] = float("nan")
+    x = x.to(dtype)
+
+    def folds(a):
+        return torch.amax(a, 1), torch.amin(a, 1), torch.sum(a, 1), torch.prod(a[:length] / 100, 1)
+
+    tolerance = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1e-2, 1e-2)}.get(dtype)
+    compiled_only(lambda: check(folds, x, tolerance=tolerance, message="eager"))
+    torch._dynamo.reset()
+    compiled = compiled_only(lambda: torch.compile(folds, backend="kiln")(x.to("kiln")))
+    assert_same(folds(x), compiled, "compiled", tolerance)

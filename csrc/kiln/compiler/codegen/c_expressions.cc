@@ -135,13 +135,23 @@ std::string arg_better(ReduceOp op, DType dtype, const std::string& element,
 }
 
 std::optional<VectorFold> vector_fold_of(ReduceOp op, DType accumulator) {
-  if (op != ReduceOp::kMax && op != ReduceOp::kMin) return std::nullopt;
-  bool max = op == ReduceOp::kMax;
-  if (accumulator == DType::kFloat32) {
-    return VectorFold{"kiln_f32x8", 8, max ? "kiln_vmax_f32x8" : "kiln_vmin_f32x8"};
-  }
-  if (accumulator == DType::kFloat64) {
-    return VectorFold{"kiln_f64x4", 4, max ? "kiln_vmax_f64x4" : "kiln_vmin_f64x4"};
+  // The prelude's folds: kiln_v<op>_<type> combines two vectors lane by lane,
+  // kiln_h<op>_<type> one vector's lanes.
+  struct Names {
+    ReduceOp op;
+    const char* f32[2];
+    const char* f64[2];
+  };
+  static constexpr Names kFolds[] = {
+      {ReduceOp::kSum, {"kiln_vadd_f32x8", "kiln_hadd_f32x8"}, {"kiln_vadd_f64x4", "kiln_hadd_f64x4"}},
+      {ReduceOp::kProduct, {"kiln_vmul_f32x8", "kiln_hmul_f32x8"}, {"kiln_vmul_f64x4", "kiln_hmul_f64x4"}},
+      {ReduceOp::kMax, {"kiln_vmax_f32x8", "kiln_hmax_f32x8"}, {"kiln_vmax_f64x4", "kiln_hmax_f64x4"}},
+      {ReduceOp::kMin, {"kiln_vmin_f32x8", "kiln_hmin_f32x8"}, {"kiln_vmin_f64x4", "kiln_hmin_f64x4"}},
+  };
+  for (const Names& fold : kFolds) {
+    if (fold.op != op) continue;
+    if (accumulator == DType::kFloat32) return VectorFold{"kiln_f32x8", 8, fold.f32[0], fold.f32[1]};
+    if (accumulator == DType::kFloat64) return VectorFold{"kiln_f64x4", 4, fold.f64[0], fold.f64[1]};
   }
   return std::nullopt;
 }

@@ -40,16 +40,19 @@ std::string arg_better(ir::ReduceOp op, ir::DType dtype, const std::string& elem
                        const std::string& best, const std::string& best_index);
 
 // A row reduction's fold done with explicit vectors (prelude.cc): the
-// vector type, its lane count and the fold function.
+// vector type, its lane count, the fold of two vectors lane by lane and the
+// fold of one vector's lanes into a scalar.
 struct VectorFold {
   const char* type;
   int width;
   const char* function;
+  const char* horizontal;
 };
 
-// Floating max and min: the C compiler does not vectorise their
-// NaN-propagating selects, so they get explicit vectors. Others fold in
-// scalar lanes the compiler vectorises itself.
+// Floating sum, product, max and min fold in explicit vectors: the C compiler
+// does not vectorise the NaN-propagating selects of max and min, and folds
+// the lanes of a short row's sum one scalar at a time. Others fold in scalar
+// lanes the compiler vectorises itself.
 std::optional<VectorFold> vector_fold_of(ir::ReduceOp op, ir::DType accumulator);
 
 }  // namespace kiln::codegen

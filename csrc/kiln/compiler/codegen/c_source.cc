@@ -585,11 +585,19 @@ class Emitter {
     DType accumulator_type = ir::reduce_accumulator_dtype(kernel_.reduction.op, type);
     ReduceOp op = kernel_.reduction.op;
     open_row_reduction(kept);
-    out_ << "    " << compute_type(accumulator_type) << " lanes[" << kLanes << "];\n";
-    out_ << "    for (int lane = 0; lane < " << kLanes << "; ++lane) lanes[lane] = "
-         << reduce_identity(op, accumulator_type) << ";\n";
     const std::optional<VectorFold> vector_fold = vector_fold_of(op, accumulator_type);
     const int vectors = vector_fold ? kLanes / vector_fold->width : 0;
+    // Scalar lanes the C compiler vectorises; with explicit vectors, one
+    // scalar for the elements past the row's last whole block.
+    const std::string tail = vector_fold ? "tail" : "lanes[0]";
+    if (vector_fold) {
+      out_ << "    " << compute_type(accumulator_type) << " tail = " << reduce_identity(op, accumulator_type)
+           << ";\n";
+    } else {
+      out_ << "    " << compute_type(accumulator_type) << " lanes[" << kLanes << "];\n";
+      out_ << "    for (int lane = 0; lane < " << kLanes << "; ++lane) lanes[lane] = "
+           << reduce_identity(op, accumulator_type) << ";\n";
+    }
     for (int part = 0; part < vectors; ++part) {
       out_ << "    " << vector_fold->type << " vector_lanes" << part << ";\n";
       out_ << "    for (int lane = 0; lane < " << vector_fold->width << "; ++lane) vector_lanes" << part
@@ -641,17 +649,25 @@ class Emitter {
     }
     out_ << "      for (; j < length; ++j) {\n";
     emit_nodes(element_nodes, "        ", "j", "0");
-    out_ << "        " << reduce_step(op, accumulator_type, "lanes[0]", convert(input_value, type, accumulator_type)) << "\n";
+    out_ << "        " << reduce_step(op, accumulator_type, tail, convert(input_value, type, accumulator_type)) << "\n";
     out_ << "      }\n    }\n";
-    for (int part = 0; part < vectors; ++part) {
-      out_ << "    for (int lane = 0; lane < " << vector_fold->width << "; ++lane) {\n      "
-           << reduce_step(op, accumulator_type, "lanes[" + std::to_string(part * vector_fold->width) + " + lane]",
-                          "vector_lanes" + std::to_string(part) + "[lane]")
-           << "\n    }\n";
+    // Explicit vectors fold by halves (lane i with lane i + 8, then i + 4,
+    // ...): a few vector operations, where folding their lanes one by one
+    // into a scalar cost more than a short row's whole loop (a max over rows
+    // of 16: 4.3 against 17.6 us for 512 rows).
+    if (vector_fold) {
+      for (int part = 1; part < vectors; ++part) {
+        out_ << "    vector_lanes0 = " << vector_fold->function << "(vector_lanes0, vector_lanes" << part << ");\n";
+      }
+      out_ << "    const " << compute_type(accumulator_type) << " folded = " << vector_fold->horizontal
+           << "(vector_lanes0);\n";
+      out_ << "    " << compute_type(accumulator_type) << " accumulator = tail;\n";
+      out_ << "    " << reduce_step(op, accumulator_type, "accumulator", "folded") << "\n";
+    } else {
+      out_ << "    " << compute_type(accumulator_type) << " accumulator = lanes[0];\n";
+      out_ << "    for (int lane = 1; lane < " << kLanes << "; ++lane) {\n";
+      out_ << "      " << reduce_step(op, accumulator_type, "accumulator", "lanes[lane]") << "\n    }\n";
     }
-    out_ << "    " << compute_type(accumulator_type) << " accumulator = lanes[0];\n";
-    out_ << "    for (int lane = 1; lane < " << kLanes << "; ++lane) {\n";
-    out_ << "      " << reduce_step(op, accumulator_type, "accumulator", "lanes[lane]") << "\n    }\n";
     emit_epilogue("    ", "0");
     out_ << "  }\n";
   }

@@ -68,6 +68,43 @@ KILN_VECTOR_FOLD(kiln_vmin_f32x8, kiln_f32x8, kiln_i32x8, <)
 KILN_VECTOR_FOLD(kiln_vmax_f64x4, kiln_f64x4, kiln_i64x4, >)
 KILN_VECTOR_FOLD(kiln_vmin_f64x4, kiln_f64x4, kiln_i64x4, <)
 
+/* A vector folded into its lane 0 by halves (lanes i and i + 4, then i + 2,
+   then i + 1), as vector operations: the scalar selects of a lane-by-lane
+   fold compile to branches that mispredict on data, which cost more than the
+   whole fold over a short row. */
+#if defined(__clang__) || __GNUC__ >= 12
+#define KILN_SHUFFLE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+#define KILN_SHUFFLE(v, ...) __builtin_shuffle(v, (__typeof__(v - v)){__VA_ARGS__})
+#endif
+#define KILN_HORIZONTAL_FOLD8(name, scalar, vector, fold)                   \
+  static inline scalar name(vector v) {                                      \
+    v = fold(v, KILN_SHUFFLE(v, 4, 5, 6, 7, 0, 1, 2, 3));                    \
+    v = fold(v, KILN_SHUFFLE(v, 2, 3, 0, 1, 6, 7, 4, 5));                    \
+    v = fold(v, KILN_SHUFFLE(v, 1, 0, 3, 2, 5, 4, 7, 6));                    \
+    return v[0];                                                             \
+  }
+#define KILN_HORIZONTAL_FOLD4(name, scalar, vector, fold)                   \
+  static inline scalar name(vector v) {                                      \
+    v = fold(v, KILN_SHUFFLE(v, 2, 3, 0, 1));                                \
+    v = fold(v, KILN_SHUFFLE(v, 1, 0, 3, 2));                                \
+    return v[0];                                                             \
+  }
+#define KILN_VECTOR_ARITHMETIC(name, vector, operator)                      \
+  static inline vector name(vector a, vector v) { return a operator v; }
+KILN_VECTOR_ARITHMETIC(kiln_vadd_f32x8, kiln_f32x8, +)
+KILN_VECTOR_ARITHMETIC(kiln_vmul_f32x8, kiln_f32x8, *)
+KILN_VECTOR_ARITHMETIC(kiln_vadd_f64x4, kiln_f64x4, +)
+KILN_VECTOR_ARITHMETIC(kiln_vmul_f64x4, kiln_f64x4, *)
+KILN_HORIZONTAL_FOLD8(kiln_hadd_f32x8, float, kiln_f32x8, kiln_vadd_f32x8)
+KILN_HORIZONTAL_FOLD8(kiln_hmul_f32x8, float, kiln_f32x8, kiln_vmul_f32x8)
+KILN_HORIZONTAL_FOLD4(kiln_hadd_f64x4, double, kiln_f64x4, kiln_vadd_f64x4)
+KILN_HORIZONTAL_FOLD4(kiln_hmul_f64x4, double, kiln_f64x4, kiln_vmul_f64x4)
+KILN_HORIZONTAL_FOLD8(kiln_hmax_f32x8, float, kiln_f32x8, kiln_vmax_f32x8)
+KILN_HORIZONTAL_FOLD8(kiln_hmin_f32x8, float, kiln_f32x8, kiln_vmin_f32x8)
+KILN_HORIZONTAL_FOLD4(kiln_hmax_f64x4, double, kiln_f64x4, kiln_vmax_f64x4)
+KILN_HORIZONTAL_FOLD4(kiln_hmin_f64x4, double, kiln_f64x4, kiln_vmin_f64x4)
+
 static inline float kiln_load_f16(uint16_t bits) {
   _Float16 value; __builtin_memcpy(&value, &bits, 2); return (float)value;
 }

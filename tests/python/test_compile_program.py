@@ -105,3 +105,25 @@ def test_fixed_shape_kernels_split_mid_row_across_threads(run_inline):
         results = program.run([tensor.to("kiln") for tensor in inputs])
         for result, expected in zip(results, pooled_and_transposed(*inputs)):
             torch.testing.assert_close(result.cpu(), expected, equal_nan=True)
+
+
+def scaled_query_layout(x):
+    """Attention's decomposition: a scaled, permuted operand expanded to its
+    own shape, then copied contiguous for the batched product."""
+    scaled = x.permute(0, 2, 1, 3) * 0.5
+    copied = scaled.expand(scaled.shape).clone(memory_format=torch.contiguous_format)
+    return copied.view(copied.shape) + 1, scaled.expand(scaled.shape)
+
+
+def test_a_view_with_its_inputs_layout_is_read_through_and_lets_the_copy_fuse():
+    x = torch.randn(2, 5, 3, 4, generator=torch.Generator().manual_seed(3))
+    program = make_program(scaled_query_layout, x)
+    # The scale, the copy and the addition: one kernel, with the expand and
+    # the view of the same layout read through. The expand returned to the
+    # caller stays a view call of its own.
+    assert program.statistics()["kernels"] == 1
+    assert program.fusion_text().count("extern aten.expand") == 1
+    results = program.run([x.to("kiln")])
+    for result, expected in zip(results, scaled_query_layout(x)):
+        torch.testing.assert_close(result.cpu(), expected)
+        assert result.stride() == expected.stride()

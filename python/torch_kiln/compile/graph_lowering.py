@@ -95,6 +95,12 @@ def _concrete(value):
     return value
 
 
+_IDENTITY_VIEW_CANDIDATES = {
+    torch.ops.aten.expand.default, torch.ops.aten.view.default, torch.ops.aten.alias.default,
+    torch.ops.aten.reshape.default, torch.ops.aten._unsafe_view.default,
+}
+
+
 class _Lowering:
     def __init__(self, gm, fallback):
         self.gm = gm
@@ -166,6 +172,9 @@ class _Lowering:
                 return  # size arithmetic on specialized shapes: its users see ints
             raise UnsupportedOperatorError(
                 f"kiln cannot lower {node.target} in the compiled graph ({source_line(node) or node.name})")
+        if self.is_identity_view(node):
+            self.value_of[node] = self.value(node.args[0])
+            return
         arguments = normalized_arguments(node)
         arguments = {name: _concrete(value) for name, value in arguments.items()}
         pointwise = lower_pointwise(node, arguments)
@@ -185,6 +194,23 @@ class _Lowering:
                                "reduce_op": reduce_op, "reduced_dims": dims, "epilogue": epilogue})
             return
         self.lower_extern(node, arguments)
+
+    @staticmethod
+    def is_identity_view(node):
+        """A view, expand or alias whose result has its input's layout (the
+        decompositions leave `expand(x, x.shape)` before batched products):
+        the program reads the input itself. As an extern call it would also
+        end the kernel that computes its input, which then could not fuse
+        into the copy that reads the view."""
+        if node.target not in _IDENTITY_VIEW_CANDIDATES or not isinstance(node.args[0], torch.fx.Node):
+            return False
+        base, view = node.args[0].meta.get("val"), node.meta.get("val")
+        if not isinstance(base, torch.Tensor) or not isinstance(view, torch.Tensor):
+            return False
+        if any(user.op == "output" for user in node.users):
+            return False  # a graph output keeps its own tensor (AOTAutograd tracks its aliasing)
+        return (base.shape == view.shape and base.stride() == view.stride()
+                and base.storage_offset() == view.storage_offset() and base.dtype == view.dtype)
 
     def lower_extern(self, node, arguments):
         op = node.target

@@ -127,3 +127,41 @@ def test_a_view_with_its_inputs_layout_is_read_through_and_lets_the_copy_fuse():
     for result, expected in zip(results, scaled_query_layout(x)):
         torch.testing.assert_close(result.cpu(), expected)
         assert result.stride() == expected.stride()
+
+
+def normalized_by_statistics(x, mean, variance):
+    """Batch norm's inference decomposition copies its float32 statistics to
+    float32 first: a copy of the same layout, read through."""
+    copied = torch.ops.aten._to_copy.default(variance, dtype=torch.float32)
+    return (x - mean.clone()) * torch.rsqrt(copied + 1e-5)
+
+
+def copied_then_written(x, mean):
+    """A copy whose input the graph then writes in place (running statistics
+    of training), through a view that is read through: the copy keeps the
+    value from before."""
+    copied = torch.ops.aten._to_copy.default(mean.view(mean.shape), dtype=torch.float32)
+    mean.copy_(mean * 0.5 + 1)
+    return x * copied.sum()
+
+
+def test_a_copy_to_the_same_dtype_and_layout_is_read_through():
+    generator = torch.Generator().manual_seed(4)
+    x, mean, variance = (torch.randn(6, 8, generator=generator), torch.randn(8, generator=generator),
+                         torch.rand(8, generator=generator))
+    program = make_program(normalized_by_statistics, x, mean, variance)
+    # rsqrt(variance + eps) (per feature) and the normalisation: no copies.
+    assert program.statistics()["kernels"] == 2
+    assert "(1 nodes)" not in program.fusion_text()
+    result, = program.run([x.to("kiln"), mean.to("kiln"), variance.to("kiln")])
+    torch.testing.assert_close(result.cpu(), normalized_by_statistics(x, mean, variance))
+
+    program = make_program(copied_then_written, x, mean)
+    # The copy, the new mean, the sum, the product.
+    assert program.statistics()["kernels"] == 4
+    assert "pointwise kernel 0 (1 nodes): (v1) -> (v2)" in program.fusion_text()
+    mean_kiln = mean.to("kiln")
+    result, = program.run([x.to("kiln"), mean_kiln])
+    expected_mean = mean.clone()
+    torch.testing.assert_close(result.cpu(), copied_then_written(x, expected_mean))
+    torch.testing.assert_close(mean_kiln.cpu(), expected_mean)

@@ -95,7 +95,8 @@ def _concrete(value):
     return value
 
 
-_IDENTITY_VIEW_CANDIDATES = {
+_COPIES = {torch.ops.aten._to_copy.default, torch.ops.aten.clone.default}
+_NO_OP_CANDIDATES = _COPIES | {
     torch.ops.aten.expand.default, torch.ops.aten.view.default, torch.ops.aten.alias.default,
     torch.ops.aten.reshape.default, torch.ops.aten._unsafe_view.default,
 }
@@ -113,6 +114,7 @@ class _Lowering:
         self.constant_inputs = []
         self.eager_ops = []
         self.mutated_inputs = set()
+        self.read_through = {}    # FX node -> the node whose value it reads (is_no_op)
         self.device_index = None
 
     def new_value(self, meta):
@@ -172,8 +174,9 @@ class _Lowering:
                 return  # size arithmetic on specialized shapes: its users see ints
             raise UnsupportedOperatorError(
                 f"kiln cannot lower {node.target} in the compiled graph ({source_line(node) or node.name})")
-        if self.is_identity_view(node):
+        if self.is_no_op(node):
             self.value_of[node] = self.value(node.args[0])
+            self.read_through[node] = node.args[0]
             return
         arguments = normalized_arguments(node)
         arguments = {name: _concrete(value) for name, value in arguments.items()}
@@ -195,22 +198,34 @@ class _Lowering:
             return
         self.lower_extern(node, arguments)
 
-    @staticmethod
-    def is_identity_view(node):
+    def is_no_op(self, node):
         """A view, expand or alias whose result has its input's layout (the
-        decompositions leave `expand(x, x.shape)` before batched products):
-        the program reads the input itself. As an extern call it would also
-        end the kernel that computes its input, which then could not fuse
-        into the copy that reads the view."""
-        if node.target not in _IDENTITY_VIEW_CANDIDATES or not isinstance(node.args[0], torch.fx.Node):
+        decompositions leave `expand(x, x.shape)` before batched products),
+        or a copy to the same dtype and layout (batch norm's `_to_copy` of
+        float32 statistics to float32): the program reads the input itself,
+        as Inductor's remove_noop_ops does. As an extern call, such a view
+        would also end the kernel that computes its input, which then could
+        not fuse into the copy after the view."""
+        if node.target not in _NO_OP_CANDIDATES or not isinstance(node.args[0], torch.fx.Node):
             return False
-        base, view = node.args[0].meta.get("val"), node.meta.get("val")
-        if not isinstance(base, torch.Tensor) or not isinstance(view, torch.Tensor):
+        source = node.args[0]
+        base, result = source.meta.get("val"), node.meta.get("val")
+        if not isinstance(base, torch.Tensor) or not isinstance(result, torch.Tensor):
             return False
         if any(user.op == "output" for user in node.users):
             return False  # a graph output keeps its own tensor (AOTAutograd tracks its aliasing)
-        return (base.shape == view.shape and base.stride() == view.stride()
-                and base.storage_offset() == view.storage_offset() and base.dtype == view.dtype)
+        if node.target in _COPIES:
+            # An in-place write to the copy, to its input, or to what that
+            # input reads through, needs the copy.
+            chain = [node, source]
+            while chain[-1] in self.read_through:
+                chain.append(self.read_through[chain[-1]])
+            if any(isinstance(user.target, torch._ops.OpOverload) and user.target._schema.is_mutable
+                   for link in chain for user in link.users):
+                return False
+        return (base.shape == result.shape and base.stride() == result.stride()
+                and base.storage_offset() == result.storage_offset() and base.dtype == result.dtype
+                and base.device == result.device and base.layout == result.layout)
 
     def lower_extern(self, node, arguments):
         op = node.target

@@ -51,9 +51,10 @@ KILN_SIMD_BINARY(atan2) KILN_SIMD_BINARY(pow) KILN_SIMD_BINARY(hypot)
 #endif
 
 /* Explicit 32-byte vectors (GCC and Clang vector extensions) for the folds
-   the C compiler will not vectorise from scalar code: NaN-propagating max and
-   min. A lane takes v when v beats it or is NaN; a NaN lane then stays NaN,
-   as nothing beats it. */
+   of row reductions: NaN-propagating max and min, which the C compiler will
+   not vectorise from scalar code, and floating sums and products, whose lanes
+   it folds one scalar at a time. A max or min lane takes v when v beats it or
+   is NaN; a NaN lane then stays NaN, as nothing beats it. */
 typedef float kiln_f32x8 __attribute__((vector_size(32)));
 typedef int32_t kiln_i32x8 __attribute__((vector_size(32)));
 typedef double kiln_f64x4 __attribute__((vector_size(32)));

@@ -710,6 +710,61 @@ class Emitter {
     out_ << "  }\n";
   }
 
+  // A whole block of a fixed-shape column reduction (a run of dim 0, or
+  // kColumnBlock of it: every block but those at a thread's range ends) with
+  // its outputs in `vectors` explicit vectors. The elements of each vector
+  // are computed lane by lane, then folded with one vector operation. With
+  // the block in an array the C compiler unrolled the reduced loop and
+  // vectorised across it (attention's 32 16x8 by 8x16 products as a
+  // reduction: 54 us, against 17 with a runtime trip count and 14 for MKL).
+  void emit_column_vector_block(const VectorFold& fold, int64_t vectors) {
+    const int kept = kernel_.kept_rank;
+    DType type = kernel_.nodes[kernel_.reduction.input].dtype;
+    ReduceOp op = kernel_.reduction.op;
+    DType accumulator_type = ir::reduce_accumulator_dtype(op, type);
+    const std::string identity = reduce_identity(op, accumulator_type);
+    for (int64_t part = 0; part < vectors; ++part) {
+      out_ << "      " << fold.type << " vector_block" << part << ";\n";
+      out_ << "      for (int lane = 0; lane < " << fold.width << "; ++lane) vector_block" << part
+           << "[lane] = " << identity << ";\n";
+    }
+    out_ << "      for (int64_t q = 0; q < reduced_count; ++q) {\n";
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "        int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
+    }
+    emit_row_offsets(kept);
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << "        const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
+    }
+    const std::vector<bool> element_nodes = reached_from({kernel_.reduction.input});
+    const std::string element_value = convert(value(kernel_.reduction.input), type, accumulator_type);
+    for (int64_t part = 0; part < vectors; ++part) {
+      const std::string first = std::to_string(part * fold.width);
+      out_ << "        {\n          " << fold.type << " element;\n";
+      out_ << "          for (int lane = 0; lane < " << fold.width << "; ++lane) {\n";
+      emit_nodes(element_nodes, "            ", first + " + lane", "0");
+      out_ << "            element[lane] = " << element_value << ";\n          }\n";
+      out_ << "          vector_block" << part << " = " << fold.function << "(vector_block" << part << ", element);\n";
+      out_ << "        }\n";
+    }
+    out_ << "      }\n";
+    for (int index = input_count(); index < operand_count(); ++index) {
+      out_ << "      " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = ("
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << ";\n";
+    }
+    for (int64_t part = 0; part < vectors; ++part) {
+      const std::string first = std::to_string(part * fold.width);
+      out_ << "      for (int lane = 0; lane < " << fold.width << "; ++lane) {\n";
+      out_ << "        const int64_t j = " << first << " + lane;\n";
+      out_ << "        const " << compute_type(accumulator_type) << " accumulator = vector_block" << part
+           << "[lane];\n";
+      emit_nodes(reached_from(kernel_.results), "        ", "j", "0");
+      emit_stores("        ", "j");
+      out_ << "      }\n";
+    }
+  }
+
   // Column reductions: dim 0 is kept and vectorised; a block of up to
   // kColumnBlock neighbouring outputs accumulates together.
   void emit_reduction_outer() {
@@ -734,6 +789,14 @@ class Emitter {
     out_ << "    int64_t count = size0 - first0;\n";
     out_ << "    if (count > end - position) count = end - position;\n";
     out_ << "    if (count > " << kColumnBlock << ") count = " << kColumnBlock << ";\n";
+    const std::optional<VectorFold> vector_fold = vector_fold_of(op, accumulator_type);
+    const int64_t full = fixed() ? std::min<int64_t>(kernel_.fixed_shape.sizes[0], kColumnBlock) : 0;
+    const bool vector_block = !arg && vector_fold && full > 0 && full % vector_fold->width == 0;
+    if (vector_block) {
+      out_ << "    if (count == " << full << ") {\n";
+      emit_column_vector_block(*vector_fold, full / vector_fold->width);
+      out_ << "      position += count;\n      continue;\n    }\n";
+    }
     out_ << "    " << compute_type(accumulator_type) << " block[" << kColumnBlock << "];\n";
     if (arg) out_ << "    int64_t block_index[" << kColumnBlock << "];\n";
     out_ << "    for (int64_t j = 0; j < count; ++j) { block[j] = " << reduce_identity(op, accumulator_type) << ";"

@@ -135,3 +135,25 @@ def test_row_folds_combine_every_lane(dtype, length):
     torch._dynamo.reset()
     compiled = compiled_only(lambda: torch.compile(folds, backend="kiln")(x.to("kiln")))
     assert_same(folds(x), compiled, "compiled", tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(5, 16), (7, 64), (3, 200), (4, 24), (9, 12), (3, 4, 40)])
+def test_compiled_column_folds_in_whole_vector_blocks(dtype, shape):
+    # Reductions over the leading dims keep the contiguous one: a compiled
+    # program's kernel folds whole blocks of it in explicit vectors (blocks of
+    # up to 64 outputs that fill whole vectors: 16, 64, 200 = 3 x 64 + 8, 24,
+    # 40) and the rest element by element (12). NaN in one column.
+    x = make(shape, torch.float64, low=-1.0, high=1.0)
+    x.view(-1, shape[-1])[1, 3] = float("nan")
+    x = x.to(dtype)
+    dims = list(range(len(shape) - 1))
+
+    def folds(a):
+        # prod takes one dim: over a flattened view of the leading ones.
+        rows = a.reshape(-1, a.shape[-1])
+        return (torch.sum(a, dims) * 2, torch.amax(a, dims), torch.amin(a, dims), torch.prod(rows / 2 + 1, 0))
+
+    torch._dynamo.reset()
+    compiled = compiled_only(lambda: torch.compile(folds, backend="kiln")(x.to("kiln")))
+    assert_same(folds(x), compiled, "compiled", (1e-5, 1e-5) if dtype == torch.float32 else None)

@@ -23,6 +23,7 @@ from .. import _C
 from . import program_cache, statistics
 from .decompositions import decompositions
 from .graph_lowering import UnsupportedOperatorError, lower_graph
+from .small_products import expand_small_products
 
 OPTIONS = {"fallback": ("error", "eager")}
 
@@ -91,7 +92,9 @@ def _dump(kind, gm, program, graph_index):
 
 def _compile_graph(kind, options, gm, example_inputs):
     start = time.perf_counter()
-    key = program_cache.graph_key(gm, options["fallback"])
+    if kind == "inference":
+        expand_small_products(gm)  # before the key and the dump: they see the graph lowered
+    key = program_cache.graph_key(gm, options["fallback"], kind)
     lowered = program_cache.load(key)
     cache_hit = lowered is not None
     if not cache_hit:

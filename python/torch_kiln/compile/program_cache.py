@@ -45,11 +45,13 @@ def _directory():
     return os.path.join(_C._cache_directory(), "programs")
 
 
-def graph_key(gm, fallback):
-    """The cache key of `gm`, or None when it cannot be cached."""
+def graph_key(gm, fallback, kind="forward"):
+    """The cache key of `gm`, or None when it cannot be cached. `kind`
+    (inference, forward, backward) is part of it: the lowering of an
+    inference graph differs (small_products.py)."""
     digest = hashlib.sha256()
     digest.update(_FORMAT + torch.__version__.encode() + _lowering_source_digest().encode())
-    digest.update(f"fallback={fallback}\n".encode())
+    digest.update(f"fallback={fallback}\nkind={kind}\n".encode())
     digest.update(gm.code.encode())
     for node in gm.graph.nodes:
         if node.op == "get_attr":

@@ -102,6 +102,15 @@ _NO_OP_CANDIDATES = _COPIES | {
 }
 
 
+def _is_view(node):
+    """Whether `node` returns a view of its first argument."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) or not node.args:
+        return False
+    returns = node.target._schema.returns
+    return (len(returns) == 1 and returns[0].alias_info is not None and not node.target._schema.is_mutable
+            and isinstance(node.args[0], torch.fx.Node))
+
+
 class _Lowering:
     def __init__(self, gm, fallback):
         self.gm = gm
@@ -215,11 +224,11 @@ class _Lowering:
         if any(user.op == "output" for user in node.users):
             return False  # a graph output keeps its own tensor (AOTAutograd tracks its aliasing)
         if node.target in _COPIES:
-            # An in-place write to the copy, to its input, or to what that
-            # input reads through, needs the copy.
+            # An in-place write to the copy, to its input, or to anything
+            # its input is a view of, needs the copy.
             chain = [node, source]
-            while chain[-1] in self.read_through:
-                chain.append(self.read_through[chain[-1]])
+            while chain[-1] in self.read_through or _is_view(chain[-1]):
+                chain.append(chain[-1].args[0])
             if any(isinstance(user.target, torch._ops.OpOverload) and user.target._schema.is_mutable
                    for link in chain for user in link.users):
                 return False

@@ -412,6 +412,19 @@ class Emitter {
     out_ << indent << "(void)rest;\n";
   }
 
+  // The start of one step `q` over the reduced dims (from `first`): each
+  // input's offset there, and its pointer p<k> to it.
+  void emit_reduced_step_pointers(int first, const std::string& indent) {
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << indent << "int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
+    }
+    emit_row_offsets(first);
+    for (int index = 0; index < input_count(); ++index) {
+      out_ << indent << "const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
+           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
+    }
+  }
+
   // Input offsets o<k>_row of reduced row `q`, decomposed over dims
   // [first, rank) (declared by the caller from o<k>).
   void emit_row_offsets(int first) {
@@ -604,14 +617,7 @@ class Emitter {
            << "[lane] = " << reduce_identity(op, accumulator_type) << ";\n";
     }
     out_ << "    for (int64_t q = 0; q < outer_count; ++q) {\n";
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
-    }
-    emit_row_offsets(kept + 1);
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "      const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
-           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
-    }
+    emit_reduced_step_pointers(kept + 1, "      ");
     std::vector<bool> element_nodes = reached_from({kernel_.reduction.input});
     std::string input_value = value(kernel_.reduction.input);
     out_ << "      int64_t j = 0;\n";
@@ -691,14 +697,7 @@ class Emitter {
     out_ << "    " << compute_type(type) << " accumulator = " << reduce_identity(op, type) << ";\n";
     out_ << "    int64_t best_index = -1;\n";
     out_ << "    for (int64_t q = 0; q < outer_count; ++q) {\n";
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
-    }
-    emit_row_offsets(kept + 1);
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "      const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
-           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
-    }
+    emit_reduced_step_pointers(kept + 1, "      ");
     out_ << "      for (int64_t j = 0; j < length; ++j) {\n";
     emit_nodes(reached_from({kernel_.reduction.input}), "        ", "j", "0");
     std::string element_value = value(kernel_.reduction.input);
@@ -729,14 +728,7 @@ class Emitter {
            << "[lane] = " << identity << ";\n";
     }
     out_ << "      for (int64_t q = 0; q < reduced_count; ++q) {\n";
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "        int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
-    }
-    emit_row_offsets(kept);
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "        const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
-           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
-    }
+    emit_reduced_step_pointers(kept, "        ");
     const std::vector<bool> element_nodes = reached_from({kernel_.reduction.input});
     const std::string element_value = convert(value(kernel_.reduction.input), type, accumulator_type);
     for (int64_t part = 0; part < vectors; ++part) {
@@ -802,14 +794,7 @@ class Emitter {
     out_ << "    for (int64_t j = 0; j < count; ++j) { block[j] = " << reduce_identity(op, accumulator_type) << ";"
          << (arg ? " block_index[j] = -1;" : "") << " }\n";
     out_ << "    for (int64_t q = 0; q < reduced_count; ++q) {\n";
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "      int64_t " << offset(index) << "_row = " << offset(index) << ";\n";
-    }
-    emit_row_offsets(kept);
-    for (int index = 0; index < input_count(); ++index) {
-      out_ << "      const " << storage_type(operand(index).dtype) << "* " << pointer(index) << " = (const "
-           << storage_type(operand(index).dtype) << "*)args->data[" << index << "] + " << offset(index) << "_row;\n";
-    }
+    emit_reduced_step_pointers(kept, "      ");
     out_ << "      for (int64_t j = 0; j < count; ++j) {\n";
     emit_nodes(reached_from({kernel_.reduction.input}), "        ", "j", "0");
     std::string element_value = convert(value(kernel_.reduction.input), type, accumulator_type);

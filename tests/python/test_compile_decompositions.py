@@ -44,13 +44,18 @@ POOL_CASES = [
 ]
 
 
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])
 @pytest.mark.parametrize("shape,kernel", POOL_CASES)
-def test_max_pool_decomposition_is_atens_scan(shape, kernel):
-    x = pool_input(shape)
+def test_max_pool_decomposition_is_atens_scan(shape, kernel, memory_format):
+    if memory_format == torch.channels_last and len(shape) != 4:
+        pytest.skip("channels-last is a layout of 4-d tensors")
+    x = pool_input(shape).contiguous(memory_format=memory_format)
     expected = aten.max_pool2d_with_indices(x, list(kernel), list(kernel))
     values, indices = decompositions.max_pool2d_with_indices(x, list(kernel), list(kernel))
     torch.testing.assert_close(values, expected[0], equal_nan=True, rtol=0, atol=0)
     assert torch.equal(indices, expected[1])
+    # Channels-last in, channels-last out, as ATen's kernel.
+    assert values.stride() == expected[0].stride() and indices.stride() == expected[1].stride()
 
 
 @pytest.mark.parametrize("arguments", [
@@ -63,27 +68,30 @@ def test_other_pools_are_left_to_the_kernel(arguments):
     assert decompositions.max_pool2d_with_indices(torch.randn(1, 1, 8, 8), **arguments) is NotImplemented
 
 
-def test_integer_and_non_contiguous_inputs_are_left_to_the_kernel():
+def test_integer_and_other_layouts_are_left_to_the_kernel():
     assert decompositions.max_pool2d_with_indices(torch.ones(1, 1, 4, 4, dtype=torch.int64), [2, 2]) \
         is NotImplemented
-    channels_last = torch.randn(1, 3, 4, 4).to(memory_format=torch.channels_last)
-    assert decompositions.max_pool2d_with_indices(channels_last, [2, 2]) is NotImplemented
+    transposed = torch.randn(1, 3, 4, 4).transpose(2, 3)
+    assert decompositions.max_pool2d_with_indices(transposed, [2, 2]) is NotImplemented
 
 
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-def test_compiled_max_pool_matches_the_cpu_with_indices_and_gradient(dtype):
+def test_compiled_max_pool_matches_the_cpu_with_indices_and_gradient(dtype, memory_format):
     def pool(x):
         return functional.max_pool2d(x, 2, return_indices=True)
 
-    x = pool_input((2, 4, 10, 6), dtype)
+    x = pool_input((2, 4, 10, 6), dtype).contiguous(memory_format=memory_format)
     x_kiln = x.to("kiln").requires_grad_()
     values, indices = torch.compile(pool, backend="kiln")(x_kiln)
     expected_values, expected_indices = pool(x.clone().requires_grad_())
     torch.testing.assert_close(values.cpu(), expected_values.detach(), equal_nan=True, rtol=0, atol=0)
     assert torch.equal(indices.cpu(), expected_indices)
+    assert values.stride() == expected_values.stride() and indices.stride() == expected_indices.stride()
 
     # The backward scatters through the decomposition's indices.
     finite = torch.randn(2, 4, 10, 6, generator=torch.Generator().manual_seed(1)).to(dtype)
+    finite = finite.contiguous(memory_format=memory_format)
     compiled = torch.compile(lambda t: functional.max_pool2d(t, 2).square().sum(), backend="kiln")
     cpu_input, kiln_input = finite.clone().requires_grad_(), finite.to("kiln").requires_grad_()
     (functional.max_pool2d(cpu_input, 2).square().sum()).backward()

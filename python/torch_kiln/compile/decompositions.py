@@ -9,7 +9,8 @@ eager kernel runs the whole op.
   same way: a few fused kernels, each launched at a bound launch's cost
   (docs/compiled_path.md), instead of an eager kernel call.
 - max_pool2d_with_indices with non-overlapping windows (stride = kernel, no
-  padding or dilation, the common 2x2 pool), in floating point, becomes a
+  padding or dilation, the common 2x2 pool), in floating point, contiguous or
+  channels-last (its results then channels-last, as ATen's), becomes a
   pointwise scan over the window's taps, each a strided view of the input:
   one fused kernel, which also fuses with the ReLU before it. The scan is
   ATen's, so values and indices match its kernel exactly: a tap replaces the
@@ -100,7 +101,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
     dilations = _pair(dilation if isinstance(dilation, (list, tuple)) else [dilation])
     if (not input.dtype.is_floating_point or input.dim() not in (3, 4) or strides != kernel
             or paddings != (0, 0) or dilations != (1, 1) or ceil_mode
-            or not input.is_contiguous()):
+            or not (input.is_contiguous() or input.is_contiguous(memory_format=torch.channels_last))):
         return NotImplemented
     height, width = input.shape[-2], input.shape[-1]
     output_height, output_width = height // kernel[0], width // kernel[1]
@@ -126,6 +127,9 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
         better = (tap > best) | torch.isnan(tap)
         best = torch.where(better, tap, best)
         index = torch.where(better, corners + tap_offset, index)
+    if input.dim() == 4 and not input.is_contiguous():
+        return (best.contiguous(memory_format=torch.channels_last),
+                index.contiguous(memory_format=torch.channels_last))
     return best.contiguous(), index.contiguous()
 
 

@@ -21,6 +21,7 @@ import torch
 
 from .. import _C
 from . import program_cache, statistics
+from .channels_last import convolutions_to_channels_last
 from .decompositions import decompositions
 from .graph_lowering import UnsupportedOperatorError, lower_graph
 from .small_products import expand_small_products
@@ -154,6 +155,8 @@ def kiln(gm, example_inputs, mode=None, options=None):
     if mode not in (None, "default"):
         warnings.warn(f"kiln: torch.compile mode={mode!r} is ignored; kiln has one mode")
     _make_static(gm)
+    if not torch.is_grad_enabled():  # Dynamo guards on grad mode: this graph only runs for inference
+        convolutions_to_channels_last(gm)
     statistics.record_dynamo_graph()
     compiler = functools.partial(_compile_graph, "forward", options)
     return aot_autograd(

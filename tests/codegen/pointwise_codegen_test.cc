@@ -172,6 +172,50 @@ TEST(PointwiseCodegenTest, MaximumAndMinimumPropagateNan) {
   EXPECT_TRUE(std::isnan(low[2]));
 }
 
+// A maximum of maxima (a ReLU read by a max pool's scan): the chain the
+// isunordered spelling lets GCC vectorise. Every lane of a vector body and its
+// tail gets NaN from either side, and ties keep the second operand.
+TEST(PointwiseCodegenTest, ChainedMaximaPropagateNanOnEveryLane) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Builder builder("max_of_relus", KernelKind::kPointwise, 1);
+  ValueId a = builder.load(builder.add_input(DType::kFloat32, Layout::kContiguous));
+  ValueId b = builder.load(builder.add_input(DType::kFloat32, Layout::kContiguous));
+  ValueId zero = builder.constant(0, DType::kFloat32);
+  ValueId result = builder.binary(OpCode::kMaximum, builder.binary(OpCode::kMaximum, a, zero),
+                                  builder.binary(OpCode::kMaximum, b, zero));
+  builder.store(builder.add_output(DType::kFloat32, Layout::kContiguous), result);
+  KernelEntry entry = compile_kernel(builder.finish());
+  ASSERT_NE(entry, nullptr);
+  const float samples[] = {1.5f, -2.0f, nan, inf, -inf, 0.0f, -0.0f, 3.0f};
+  std::vector<float> x, y;
+  for (float first : samples) {
+    for (float second : samples) {
+      x.push_back(first);
+      y.push_back(second);
+    }
+  }
+  x.push_back(7.0f);  // 65 positions: whole vectors and a tail
+  y.push_back(nan);
+  std::vector<float> out(x.size(), -1.0f);
+  LaunchBuilder launch({static_cast<int64_t>(x.size())});
+  launch.operand(x.data(), {1}).operand(y.data(), {1}).operand(out.data(), {1});
+  entry(&launch.args, 0, static_cast<int64_t>(x.size()));
+  auto maximum = [](float first, float second) {
+    if (std::isnan(first) || std::isnan(second)) return std::numeric_limits<float>::quiet_NaN();
+    return first > second ? first : second;
+  };
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float expected = maximum(maximum(x[i], 0.0f), maximum(y[i], 0.0f));
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(out[i])) << "position " << i;
+    } else {
+      EXPECT_EQ(out[i], expected) << "position " << i;
+      EXPECT_EQ(std::signbit(out[i]), std::signbit(expected)) << "position " << i;
+    }
+  }
+}
+
 TEST(PointwiseCodegenTest, ComparisonsWriteBool) {
   std::vector<uint8_t> less =
       run_binary<float, uint8_t>(OpCode::kLess, DType::kFloat32, DType::kBool, {1, 2, 3}, {2, 2, 2});

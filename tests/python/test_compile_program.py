@@ -107,6 +107,26 @@ def test_fixed_shape_kernels_split_mid_row_across_threads(run_inline):
             torch.testing.assert_close(result.cpu(), expected, equal_nan=True)
 
 
+def four_operand_maxima(a, b, c, d):
+    return torch.maximum(a.relu(), b.relu()) * c + d.t()
+
+
+@pytest.mark.parametrize("run_inline", [True, False])
+def test_a_kernel_reading_several_full_size_operands_splits_across_threads(run_inline):
+    # 160 x 125 positions, fewer than one op's threading threshold (65536
+    # elements), but the fused kernel reads four full-size operands and writes
+    # one: it splits across threads (fused_launch.cc), here mid-row.
+    generator = torch.Generator().manual_seed(5)
+    a, b, c = (torch.randn(160, 125, generator=generator) for _ in range(3))
+    d = torch.randn(125, 160, generator=generator)
+    a[3, 7], b[150, 124] = float("nan"), float("nan")
+    program = make_program(four_operand_maxima, a, b, c, d, run_inline=run_inline)
+    for step in range(3):  # bound on the first run, replayed after
+        inputs = (a - step, b * (step + 1), c, d)
+        (result,) = program.run([tensor.to("kiln") for tensor in inputs])
+        torch.testing.assert_close(result.cpu(), four_operand_maxima(*inputs), equal_nan=True)
+
+
 def scaled_query_layout(x):
     """Attention's decomposition: a scaled, permuted operand expanded to its
     own shape, then copied contiguous for the batched product."""

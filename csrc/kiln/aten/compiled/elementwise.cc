@@ -185,6 +185,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
   });
   LaunchShape shape;
   shape.positions = reference.numel();
+  shape.cost_per_position = options.cost_per_position;
   shape.bytes = bytes;
   launch_kernel(stream_of(reference), op_name, entry, args, shape, std::move(keep_alive));
 }

@@ -55,6 +55,10 @@ struct ElementwiseOptions {
   // for compiled programs, whose shapes are static. Another shape compiles
   // another kernel, so eager ops leave it unset.
   bool fixed_shape = false;
+  // Elements each position reads and writes, for threading (kernel_launch.h):
+  // a fused kernel that reads several full-size operands per element is worth
+  // splitting at fewer elements than a single op.
+  int64_t cost_per_position = 1;
 };
 
 // Runs `body` for every element of `outputs[0]`'s shape. Every operand has

@@ -46,12 +46,26 @@ std::vector<ir::ValueId> pick(const std::vector<ir::ValueId>& ids, const std::ve
   return picked;
 }
 
+// Operands read or written at every position: the outputs, and the inputs
+// not broadcast (a stride 0 along a dim of more than one element marks a
+// broadcast input, read once per row or plane instead).
+int64_t full_size_operands(c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs) {
+  int64_t count = static_cast<int64_t>(outputs.size());
+  for (const at::Tensor& input : inputs) {
+    bool broadcast = false;
+    for (int64_t dim = 0; dim < input.dim(); ++dim) broadcast |= input.stride(dim) == 0 && input.size(dim) > 1;
+    count += broadcast ? 0 : 1;
+  }
+  return count;
+}
+
 }  // namespace
 
 void launch_fused_pointwise(const compiler::FusedKernel& kernel, std::string_view op_key,
                             c10::ArrayRef<at::Tensor> inputs, c10::ArrayRef<at::Tensor> outputs) {
   compiled::ElementwiseOptions options;
   options.fixed_shape = true;  // a program's shapes are static
+  options.cost_per_position = full_size_operands(inputs, outputs);
   compiled::launch_elementwise(
       kFusedPointwiseName, op_key, inputs, outputs, {},
       [&](compiled::ElementwiseContext& context) {

@@ -24,6 +24,7 @@ from . import program_cache, statistics
 from .channels_last import convolutions_to_channels_last
 from .decompositions import decompositions
 from .graph_lowering import UnsupportedOperatorError, lower_graph
+from .inference_folding import fold_for_inference
 from .small_products import expand_small_products
 
 OPTIONS = {"fallback": ("error", "eager")}
@@ -156,6 +157,7 @@ def kiln(gm, example_inputs, mode=None, options=None):
         warnings.warn(f"kiln: torch.compile mode={mode!r} is ignored; kiln has one mode")
     _make_static(gm)
     if not torch.is_grad_enabled():  # Dynamo guards on grad mode: this graph only runs for inference
+        fold_for_inference(gm)
         convolutions_to_channels_last(gm)
     statistics.record_dynamo_graph()
     compiler = functools.partial(_compile_graph, "forward", options)

@@ -1,0 +1,127 @@
+"""Batch norm folded into the convolution before it, and ReLU moved after
+the max pool after it, in inference graphs.
+
+In eval mode a batch norm is a per-channel affine map of its input,
+`(y - mean) * scale + beta` with `scale = gamma / sqrt(var + eps)`. When its
+input is a 2-d convolution read by nothing else, the map goes into the
+convolution's weight and bias (`W * scale`, `(b - mean) * scale + beta`): the
+two small products are computed on every call (the statistics are graph
+inputs, which the caller may change), and the pass over the convolution's
+whole result disappears. This is the folding of TorchScript's freeze,
+TensorRT and Inductor's freezing. The result differs from eager only by
+rounding: W * scale is rounded before the convolution sums over it.
+
+A ReLU read only by a max pool (values only, no indices) commutes with it:
+the maximum of rectified values is the rectified maximum, NaN included. After
+the pool the ReLU reads a quarter of the elements (a 2x2 pool) and joins the
+pool's kernel.
+
+Both run on Dynamo's graph of an inference graph (compiled under
+torch.no_grad; Dynamo guards on grad mode and on the module's training flag,
+which batch_norm's `training=False` argument records).
+"""
+import torch
+import torch.nn.functional as functional
+
+_CONVOLUTION = torch.conv2d  # also torch.nn.functional.conv2d, the same builtin
+_RELUS = (torch.relu, functional.relu)
+_MAX_POOLS = (functional.max_pool2d, torch.max_pool2d)
+_FLOATING = (torch.float32, torch.float64)
+
+
+def _example(node):
+    value = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _argument(node, position, name, default=None):
+    if len(node.args) > position:
+        return node.args[position]
+    return node.kwargs.get(name, default)
+
+
+def _add(graph, target, arguments, example):
+    node = graph.call_function(target, arguments)
+    node.meta["example_value"] = example
+    return node
+
+
+def _fold_batch_norm(graph, norm):
+    """Folds eval-mode batch_norm node `norm` into the conv2d it reads; False
+    when the pattern does not hold."""
+    convolution = norm.args[0] if norm.args else None
+    if (not isinstance(convolution, torch.fx.Node) or convolution.op != "call_function"
+            or convolution.target is not _CONVOLUTION or len(convolution.users) != 1
+            or convolution.kwargs or len(convolution.args) < 2):
+        return False
+    if _argument(norm, 5, "training", False) is not False:
+        return False
+    mean, variance = _argument(norm, 1, "running_mean"), _argument(norm, 2, "running_var")
+    gamma, beta = _argument(norm, 3, "weight"), _argument(norm, 4, "bias")
+    epsilon = _argument(norm, 7, "eps", 1e-5)
+    weight = convolution.args[1]
+    bias = convolution.args[2] if len(convolution.args) > 2 else None
+    tensors = [node for node in (convolution.args[0], weight, bias, mean, variance, gamma, beta) if node is not None]
+    examples = [_example(node) for node in tensors]
+    if any(example is None for example in examples) or not isinstance(epsilon, float):
+        return False
+    dtype = examples[0].dtype
+    if dtype not in _FLOATING or any(example.dtype != dtype for example in examples):
+        return False
+    if _example(weight).dim() != 4 or _example(mean).dim() != 1:
+        return False
+    mode = examples[0].fake_mode
+    with graph.inserting_before(convolution), mode:
+        shifted = _add(graph, torch.add, (variance, epsilon), _example(variance) + epsilon)
+        scale = _add(graph, torch.rsqrt, (shifted,), torch.rsqrt(shifted.meta["example_value"]))
+        if gamma is not None:
+            scale = _add(graph, torch.mul, (scale, gamma), scale.meta["example_value"] * _example(gamma))
+        column = _add(graph, torch.reshape, (scale, (-1, 1, 1, 1)),
+                      scale.meta["example_value"].reshape(-1, 1, 1, 1))
+        folded_weight = _add(graph, torch.mul, (weight, column), _example(weight) * column.meta["example_value"])
+        centred = _add(graph, torch.neg, (mean,), -_example(mean)) if bias is None else \
+            _add(graph, torch.sub, (bias, mean), _example(bias) - _example(mean))
+        folded_bias = _add(graph, torch.mul, (centred, scale),
+                           centred.meta["example_value"] * scale.meta["example_value"])
+        if beta is not None:
+            folded_bias = _add(graph, torch.add, (folded_bias, beta),
+                               folded_bias.meta["example_value"] + _example(beta))
+    convolution.args = (convolution.args[0], folded_weight, folded_bias) + tuple(convolution.args[3:])
+    convolution.meta["example_value"] = _example(norm)
+    norm.replace_all_uses_with(convolution)
+    graph.erase_node(norm)
+    return True
+
+
+def _pool_before_relu(graph, pool):
+    """relu(x) -> max_pool2d into max_pool2d(x) -> relu; False when `pool`
+    returns indices or its input is not a ReLU read only by it."""
+    relu = pool.args[0] if pool.args else None
+    if (not isinstance(relu, torch.fx.Node) or relu.op != "call_function" or relu.target not in _RELUS
+            or len(relu.users) != 1 or relu.kwargs.get("inplace", False) or len(relu.args) != 1):
+        return False
+    if _argument(pool, 6, "return_indices", False) is not False or _example(pool) is None:
+        return False
+    pool.args = (relu.args[0],) + tuple(pool.args[1:])
+    with graph.inserting_after(pool):
+        rectified = graph.call_function(torch.relu, (pool,))
+    rectified.meta["example_value"] = _example(pool)
+    pool.replace_all_uses_with(rectified, delete_user_cb=lambda user: user is not rectified)
+    graph.erase_node(relu)
+    return True
+
+
+def fold_for_inference(gm):
+    """Rewrites `gm` in place; returns (batch norms folded, ReLUs moved)."""
+    graph = gm.graph
+    folded = moved = 0
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is functional.batch_norm:
+            folded += _fold_batch_norm(graph, node)
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in _MAX_POOLS:
+            moved += _pool_before_relu(graph, node)
+    if folded or moved:
+        graph.lint()
+        gm.recompile()
+    return folded, moved

@@ -59,6 +59,8 @@ def _fold_batch_norm(graph, norm):
     mean, variance = _argument(norm, 1, "running_mean"), _argument(norm, 2, "running_var")
     gamma, beta = _argument(norm, 3, "weight"), _argument(norm, 4, "bias")
     epsilon = _argument(norm, 7, "eps", 1e-5)
+    if not isinstance(mean, torch.fx.Node) or not isinstance(variance, torch.fx.Node):
+        return False
     weight = convolution.args[1]
     bias = convolution.args[2] if len(convolution.args) > 2 else None
     tensors = [node for node in (convolution.args[0], weight, bias, mean, variance, gamma, beta) if node is not None]

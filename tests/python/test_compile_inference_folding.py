@@ -26,9 +26,9 @@ def with_statistics(module, seed):
 
 
 class Block(nn.Module):
-    def __init__(self, bias=True, affine=True, pool_indices=False):
+    def __init__(self, bias=True, affine=True, pool_indices=False, channels=3, groups=1):
         super().__init__()
-        self.convolution = nn.Conv2d(3, 8, 3, padding=1, bias=bias)
+        self.convolution = nn.Conv2d(channels, 8, 3, padding=1, bias=bias, groups=groups)
         self.norm = nn.BatchNorm2d(8, affine=affine)
         self.pool_indices = pool_indices
 
@@ -83,6 +83,20 @@ def test_batch_norm_folds_and_relu_moves_with_eagers_result(fresh_compile_state,
     block = with_statistics(Block(bias=bias, affine=affine), seed=1)
     result, expected, counts = run(block, images(), monkeypatch)
     assert counts == [(1, 1)]
+    assert_matches(result, expected)
+
+
+def test_grouped_and_double_precision_convolutions_fold(fresh_compile_state, monkeypatch):
+    depthwise = with_statistics(Block(channels=4, groups=4), seed=9)
+    result, expected, counts = run(depthwise, torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(6)),
+                                   monkeypatch)
+    assert counts == [(1, 1)]
+    assert_matches(result, expected)
+    torch._dynamo.reset()
+    block = with_statistics(Block(), seed=10).double()
+    result, expected, counts = run(block, images(6).double(), monkeypatch)
+    assert counts == [(1, 1)]
+    assert result.dtype == torch.float64
     assert_matches(result, expected)
 
 

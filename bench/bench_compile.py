@@ -151,7 +151,10 @@ def side_by_side(makers, steps):
     """Times the call each mode's maker returns: {mode name: (mode, make)}.
     Every call is first run WARM_UP_STEPS times (any compile happens there),
     then the modes take turns, ROUNDS rounds of about steps / ROUNDS calls,
-    so background load on a shared machine hits all of them alike. Returns
+    so background load on a shared machine hits all of them alike; odd
+    rounds run the modes in reverse order, as the mode timed right after
+    another measured differently from the same mode timed first (the CNN's
+    inference against Inductor: 0.78x one way round, 0.94x the other). Returns
     per mode the median and IQR (seconds), the graphs and graph breaks its
     warm-up made, or {"error": ...}; and the graphs compiled while timed (a
     recompile would be timed as a step: it should be 0)."""
@@ -173,7 +176,8 @@ def side_by_side(makers, steps):
     graphs_before = dynamo_counts()[0]
     for turn in range(ROUNDS):
         count = steps // ROUNDS + (turn < steps % ROUNDS)
-        for mode_name, (mode, call) in list(calls.items()):
+        order = list(calls.items())
+        for mode_name, (mode, call) in (reversed(order) if turn % 2 else order):
             try:
                 results[mode_name]["times"] += timed_round(call, mode.device, count)
             except Exception as error:  # noqa: BLE001

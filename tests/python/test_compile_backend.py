@@ -233,3 +233,19 @@ def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path):
     assert json.loads(damaged.stdout.strip().splitlines()[-1])["cache_hits"] == 0
     repaired = run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache)
     assert json.loads(repaired.stdout.strip().splitlines()[-1])["cache_hits"] == 2
+
+
+def test_a_graph_from_other_source_lines_gets_its_own_program_cache_key():
+    # The lowered description keeps each node's source line for its errors:
+    # a program cached from a copy of the code elsewhere must not be reused
+    # with that copy's file names.
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch_kiln.compile import program_cache
+
+    gm = make_fx(lambda x: (x * 2).relu(), tracing_mode="fake")(torch.randn(4, 4))
+    node = next(node for node in gm.graph.nodes if node.op == "call_function")
+    node.meta["stack_trace"] = '  File "/home/user/model.py", line 7, in forward\n    return (x * 2).relu()\n'
+    key = program_cache.graph_key(gm, "error")
+    assert program_cache.graph_key(gm, "error") == key
+    node.meta["stack_trace"] = '  File "/tmp/copy/model.py", line 7, in forward\n    return (x * 2).relu()\n'
+    assert program_cache.graph_key(gm, "error") != key

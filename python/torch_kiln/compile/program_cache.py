@@ -3,7 +3,9 @@
 A compiled graph is keyed by a hash of everything its lowering depends on:
 the FX graph's code, the dtype, sizes, strides and device of every input,
 the fallback option, the torch version and the source of Kiln's lowering
-(this package). An entry holds the lowered description that
+(this package); and by the user's source line behind each node, which the
+lowered description keeps for its error messages (an entry made from a copy
+of the code elsewhere would name that copy's files). An entry holds the lowered description that
 torch_kiln._C._Program builds a program from, so a process that meets a graph
 an earlier one compiled skips the lowering; the program's kernels come from
 the kernel cache, so it compiles nothing (docs/compiled_path.md).
@@ -24,6 +26,7 @@ import tempfile
 import torch
 
 from .. import _C
+from .graph_lowering import source_line
 
 _FORMAT = b"kiln-program-cache-1\n"
 
@@ -57,6 +60,7 @@ def graph_key(gm, fallback, kind="forward"):
         if node.op == "get_attr":
             return None
         if node.op != "placeholder":
+            digest.update(source_line(node).encode() + b"\n")
             continue
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor):

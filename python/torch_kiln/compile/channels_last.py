@@ -16,7 +16,7 @@ tensors are not touched, and a model already in channels-last is unchanged.
 """
 import torch
 
-_CONVOLUTION = torch.conv2d  # also torch.nn.functional.conv2d, the same builtin
+CONVOLUTION = torch.conv2d  # also torch.nn.functional.conv2d, the same builtin
 
 
 def _is_four_dimensional(node):
@@ -30,7 +30,7 @@ def convolutions_to_channels_last(gm):
     it changed."""
     changed = 0
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target is not _CONVOLUTION or not node.args:
+        if node.op != "call_function" or node.target is not CONVOLUTION or not node.args:
             continue
         operands = list(node.args[:2])
         if len(operands) < 2 or not all(isinstance(operand, torch.fx.Node) and _is_four_dimensional(operand)

@@ -23,7 +23,7 @@ which batch_norm's `training=False` argument records).
 import torch
 import torch.nn.functional as functional
 
-_CONVOLUTION = torch.conv2d  # also torch.nn.functional.conv2d, the same builtin
+from .channels_last import CONVOLUTION
 _RELUS = (torch.relu, functional.relu)
 _MAX_POOLS = (functional.max_pool2d, torch.max_pool2d)
 _FLOATING = (torch.float32, torch.float64)
@@ -51,7 +51,7 @@ def _fold_batch_norm(graph, norm):
     when the pattern does not hold."""
     convolution = norm.args[0] if norm.args else None
     if (not isinstance(convolution, torch.fx.Node) or convolution.op != "call_function"
-            or convolution.target is not _CONVOLUTION or len(convolution.users) != 1
+            or convolution.target is not CONVOLUTION or len(convolution.users) != 1
             or convolution.kwargs or len(convolution.args) < 2):
         return False
     if _argument(norm, 5, "training", False) is not False:

@@ -174,6 +174,67 @@ def test_channels_last_convolution_keeps_its_layout():
     torch.testing.assert_close(result.cpu(), torch.nn.functional.conv2d(x, weight, padding=1))
 
 
+# Small 2D convolutions are computed straight into the device output by
+# PyTorch's im2col convolution, the others by oneDNN and copied
+# (writes_output_directly in convolution.cc). Each row below takes the path its
+# comment names; both must match PyTorch's CPU convolution.
+DIRECT_CONVOLUTIONS = [
+    # (input shape, weight shape, stride, padding, input layout, weight layout, dtype)
+    # direct: rows of 16 output columns, NCHW
+    ((2, 3, 16, 16), (4, 3, 3, 3), 1, 1, "contiguous", "contiguous", torch.float32),
+    ((2, 5, 9, 20), (6, 5, 3, 2), (2, 1), (1, 0), "contiguous", "contiguous", torch.float32),
+    # direct: 16 input channels, channels last (from the input, the weight or both)
+    ((2, 16, 6, 6), (4, 16, 3, 3), 1, 1, "channels_last", "channels_last", torch.float32),
+    ((2, 16, 6, 6), (4, 16, 3, 3), 1, 1, "channels_last", "contiguous", torch.float32),
+    ((2, 16, 9, 9), (4, 16, 3, 3), 2, 1, "channels_last", "channels_last", torch.float32),
+    # oneDNN: a channels-last weight makes that convolution write channels last,
+    # while the device output follows the NCHW input
+    ((2, 16, 6, 6), (4, 16, 3, 3), 1, 1, "contiguous", "channels_last", torch.float32),
+    # direct: a 1x1 kernel, stride 1, no padding, needs no columns
+    ((3, 8, 6, 6), (5, 8, 1, 1), 1, 0, "contiguous", "contiguous", torch.float32),
+    ((3, 8, 6, 6), (5, 8, 1, 1), 1, 0, "channels_last", "channels_last", torch.float32),
+    ((1, 4, 1, 1), (3, 4, 1, 1), 1, 0, "channels_last", "contiguous", torch.float32),
+    # oneDNN: short rows (3 input channels channels last, 8 or 3 output columns)
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, 1, "channels_last", "channels_last", torch.float32),
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, 1, "contiguous", "contiguous", torch.float32),
+    ((3, 8, 6, 6), (5, 8, 1, 1), 2, 0, "contiguous", "contiguous", torch.float32),
+    # direct: an input in neither layout (height and width swapped in memory)
+    ((2, 3, 16, 16), (4, 3, 3, 3), 1, 1, "permuted", "contiguous", torch.float32),
+    # direct: double, whatever its size (oneDNN does not take it)
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, 1, "contiguous", "contiguous", torch.float64),
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, 1, "channels_last", "channels_last", torch.float64),
+    # oneDNN: over 1 MiB of columns
+    ((8, 32, 24, 24), (8, 32, 3, 3), 1, 1, "contiguous", "contiguous", torch.float32),
+    ((8, 32, 24, 24), (8, 32, 3, 3), 1, 1, "channels_last", "channels_last", torch.float32),
+]
+
+
+def in_layout(tensor, layout):
+    if layout == "channels_last":
+        return tensor.to(memory_format=torch.channels_last)
+    if layout == "permuted":  # neither layout: height and width swapped in memory
+        return tensor.transpose(2, 3).contiguous().transpose(2, 3)
+    return tensor
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("input_shape,weight_shape,stride,padding,input_layout,weight_layout,dtype",
+                         DIRECT_CONVOLUTIONS)
+def test_convolution_layouts_strides_and_sizes_match_the_cpu(input_shape, weight_shape, stride, padding,
+                                                            input_layout, weight_layout, dtype, bias):
+    torch.manual_seed(0)
+    x = in_layout(torch.randn(input_shape, dtype=dtype), input_layout)
+    weight = in_layout(torch.randn(weight_shape, dtype=dtype), weight_layout)
+    b = torch.randn(weight_shape[0], dtype=dtype) if bias else None
+    expected = torch.nn.functional.conv2d(x, weight, b, stride=stride, padding=padding)
+    device_x, device_weight = in_layout(kiln(x), input_layout), in_layout(kiln(weight), weight_layout)
+    assert device_x.stride() == x.stride() and device_weight.stride() == weight.stride()
+    result = torch.nn.functional.conv2d(device_x, device_weight, None if b is None else kiln(b),
+                                        stride=stride, padding=padding)
+    assert result.shape == expected.shape
+    torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_bad_convolution_raises_at_the_call():
     # PyTorch's shape checks run on meta tensors before anything is queued.
     with pytest.raises(RuntimeError, match="(?i)channel"):

@@ -4,9 +4,16 @@
 // ATen's composite convolution sends devices it does not know to
 // convolution_overrideable, so Kiln registers the top-level ops. Result shapes
 // come from running the op on meta tensors in the caller, which also applies
-// PyTorch's argument checks before anything is queued. CPU convolution has no
-// out= form, so the worker copies its result into the device outputs.
+// PyTorch's argument checks before anything is queued.
+//
+// PyTorch's CPU convolution (oneDNN) has no out= form: its result is copied
+// into the device output. A small 2D convolution instead runs PyTorch's
+// im2col-and-GEMM convolution (_slow_conv2d_forward), which has one, straight
+// into the device output. For the sizes that rule admits (see
+// writes_output_directly) that convolution is as fast as oneDNN or faster,
+// and the copy (about a tenth of the call) is gone (docs/performance.md).
 #include <ATen/ops/convolution.h>
+#include <ATen/ops/_slow_conv2d_forward.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -99,6 +106,45 @@ double convolution_flops(const at::Tensor& outer, const at::Tensor& weight) {
          static_cast<double>(weight.numel() / weight.size(0));
 }
 
+// The im2col-and-GEMM convolution unfolds the whole batch's input into one
+// columns buffer of N * C_in * kH * kW * H_out * W_out elements (host memory,
+// outside the device's), copying runs of W_out elements (or C_in, channels
+// last) at a time; a 1x1 kernel with stride 1 and no padding needs no buffer.
+// Measured against oneDNN plus the copy (docs/performance.md), it was as fast
+// or faster with up to 1 MiB of columns copied in runs of 16 elements or more;
+// shorter runs (the first layer of an image model in channels last) or larger
+// buffers, and oneDNN wins.
+constexpr int64_t kDirectColumnsBytes = int64_t{1} << 20;
+constexpr int64_t kDirectShortestRun = 16;
+
+// Whether the convolution can be computed straight into `output` by
+// _slow_conv2d_forward, and is no slower that way: 2D, not transposed, one
+// group, no dilation, float or double, `output` in the layout that
+// convolution writes (channels last when the input or the weight is), and
+// within the limits above. Double always qualifies: oneDNN does not take it,
+// so PyTorch's CPU convolution runs this same one.
+bool writes_output_directly(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& output,
+                            const ConvolutionArguments& arguments) {
+  if (input.dim() != 4 || arguments.transposed || arguments.groups != 1) return false;
+  if (arguments.dilation[0] != 1 || arguments.dilation[1] != 1) return false;
+  if (input.scalar_type() != weight.scalar_type()) return false;
+  if (input.scalar_type() != at::kFloat && input.scalar_type() != at::kDouble) return false;
+  const bool channels_last = input.suggest_memory_format() == c10::MemoryFormat::ChannelsLast ||
+                             weight.suggest_memory_format() == c10::MemoryFormat::ChannelsLast;
+  if (!output.is_contiguous(channels_last ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::Contiguous)) {
+    return false;
+  }
+  if (input.scalar_type() == at::kDouble) return true;
+  const bool unfolds = weight.size(2) != 1 || weight.size(3) != 1 || arguments.stride[0] != 1 ||
+                       arguments.stride[1] != 1 || arguments.padding[0] != 0 || arguments.padding[1] != 0;
+  if (!unfolds) return true;
+  const int64_t run = channels_last ? input.size(1) : output.size(3);
+  const int64_t columns = input.size(0) * input.size(1) * weight.size(2) * weight.size(3) * output.size(2) *
+                          output.size(3);
+  return run >= kDirectShortestRun &&
+         columns * static_cast<int64_t>(input.element_size()) <= kDirectColumnsBytes;
+}
+
 }  // namespace
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
@@ -142,10 +188,16 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   if (bias.has_value() && bias->defined()) keep_alive.push_back(*bias);
   const bool small = is_small_library_call(convolution_flops(transposed ? input : output, weight),
                                            bytes);
+  const bool direct = writes_output_directly(input, weight, output, arguments);
   check_status(stream_of(output).launch("aten::convolution", launch_bytes(small, bytes),
       [input = host_alias(input), weight = host_alias(weight), bias = alias_of(bias),
-       output = host_alias(output), arguments, keep_alive, small]() mutable {
+       output = host_alias(output), arguments, keep_alive, small, direct]() mutable {
         LibraryThreadScope threads(small);
+        if (direct) {
+          at::_slow_conv2d_forward_out(output, input, weight, {weight.size(2), weight.size(3)}, bias,
+                                       arguments.stride, arguments.padding);
+          return Status();
+        }
         at::Tensor result = at::convolution(
             input, weight, bias, arguments.stride, arguments.padding, arguments.dilation,
             arguments.transposed, arguments.output_padding, arguments.groups);

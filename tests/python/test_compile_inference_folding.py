@@ -84,6 +84,10 @@ def test_batch_norm_folds_and_relu_moves_with_eagers_result(fresh_compile_state,
     result, expected, counts = run(block, images(), monkeypatch)
     assert counts == [(1, 1)]
     assert_matches(result, expected)
+    # Four kernels: the folded weight (its scale computed at the weight's
+    # shape, and laid out channels-last, in one), the folded bias, the input
+    # laid out channels-last, and the pool's scan with the ReLU.
+    assert torch_kiln.compile_stats()["kernels"] == 4
 
 
 def test_grouped_and_double_precision_convolutions_fold(fresh_compile_state, monkeypatch):

@@ -46,6 +46,23 @@ def _add(graph, target, arguments, example):
     return node
 
 
+def _scale(graph, variance, gamma, epsilon):
+    """gamma / sqrt(variance + epsilon) (no gamma: 1 / sqrt(...)), in `graph`."""
+    shifted = _add(graph, torch.add, (variance, epsilon), _example(variance) + epsilon)
+    scale = _add(graph, torch.rsqrt, (shifted,), torch.rsqrt(shifted.meta["example_value"]))
+    if gamma is not None:
+        scale = _add(graph, torch.mul, (scale, gamma), scale.meta["example_value"] * _example(gamma))
+    return scale
+
+
+def _broadcast_to(graph, vector, shape):
+    """Per-filter `vector` broadcast to a weight of `shape` (None stays None)."""
+    if vector is None:
+        return None
+    column = _add(graph, torch.reshape, (vector, (-1, 1, 1, 1)), _example(vector).reshape(-1, 1, 1, 1))
+    return _add(graph, torch.Tensor.expand, (column, tuple(shape)), column.meta["example_value"].expand(shape))
+
+
 def _fold_batch_norm(graph, norm):
     """Folds eval-mode batch_norm node `norm` into the conv2d it reads; False
     when the pattern does not hold."""
@@ -74,13 +91,14 @@ def _fold_batch_norm(graph, norm):
         return False
     mode = examples[0].fake_mode
     with graph.inserting_before(convolution), mode:
-        shifted = _add(graph, torch.add, (variance, epsilon), _example(variance) + epsilon)
-        scale = _add(graph, torch.rsqrt, (shifted,), torch.rsqrt(shifted.meta["example_value"]))
-        if gamma is not None:
-            scale = _add(graph, torch.mul, (scale, gamma), scale.meta["example_value"] * _example(gamma))
-        column = _add(graph, torch.reshape, (scale, (-1, 1, 1, 1)),
-                      scale.meta["example_value"].reshape(-1, 1, 1, 1))
-        folded_weight = _add(graph, torch.mul, (weight, column), _example(weight) * column.meta["example_value"])
+        scale = _scale(graph, variance, gamma, epsilon)
+        # The weight's scale is computed at the weight's shape, from the
+        # statistics broadcast to it (views of graph inputs), so the whole of
+        # W * scale is one kernel; a per-filter scale viewed as a column would
+        # be a kernel of its own, which fusion does not look through.
+        filters = _scale(graph, _broadcast_to(graph, variance, _example(weight).shape),
+                         _broadcast_to(graph, gamma, _example(weight).shape), epsilon)
+        folded_weight = _add(graph, torch.mul, (weight, filters), _example(weight) * filters.meta["example_value"])
         centred = _add(graph, torch.neg, (mean,), -_example(mean)) if bias is None else \
             _add(graph, torch.sub, (bias, mean), _example(bias) - _example(mean))
         folded_bias = _add(graph, torch.mul, (centred, scale),

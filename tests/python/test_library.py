@@ -235,6 +235,15 @@ def test_convolution_layouts_strides_and_sizes_match_the_cpu(input_shape, weight
     torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-5)
 
 
+def test_convolution_takes_one_value_for_both_dims():
+    # aten::convolution accepts stride, padding and dilation of one element.
+    x, weight, bias = torch.randn(2, 16, 18, 18), torch.randn(4, 16, 3, 3), torch.randn(4)
+    arguments = ([1], [1], [1], False, [0], 1)
+    result = torch.ops.aten.convolution(kiln(x), kiln(weight), kiln(bias), *arguments)
+    torch.testing.assert_close(result.cpu(), torch.ops.aten.convolution(x, weight, bias, *arguments),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_bad_convolution_raises_at_the_call():
     # PyTorch's shape checks run on meta tensors before anything is queued.
     with pytest.raises(RuntimeError, match="(?i)channel"):

@@ -126,6 +126,9 @@ constexpr int64_t kDirectShortestRun = 16;
 bool writes_output_directly(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& output,
                             const ConvolutionArguments& arguments) {
   if (input.dim() != 4 || arguments.transposed || arguments.groups != 1) return false;
+  if (input.numel() == 0 || weight.numel() == 0) return false;  // ATen's own handling of empty inputs
+  // ATen also takes one value for both dims; this path reads two.
+  if (arguments.stride.size() != 2 || arguments.padding.size() != 2 || arguments.dilation.size() != 2) return false;
   if (arguments.dilation[0] != 1 || arguments.dilation[1] != 1) return false;
   if (input.scalar_type() != weight.scalar_type()) return false;
   if (input.scalar_type() != at::kFloat && input.scalar_type() != at::kDouble) return false;

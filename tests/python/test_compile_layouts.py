@@ -75,3 +75,44 @@ def test_compiled_channels_last_network_trains_as_eager():
     for name, parameter in model.named_parameters():
         device_parameter = dict(device_model.named_parameters())[name]
         torch.testing.assert_close(device_parameter.grad.cpu(), parameter.grad, rtol=1e-4, atol=1e-5)
+
+
+POOL_THEN_FLATTEN = """
+import sys
+import torch
+import torch_kiln
+
+
+def pool_then_flatten(x):
+    taps = [x[:, :, row::2, column::2] for row in (0, 1) for column in (0, 1)]
+    return torch.flatten(torch.maximum(torch.maximum(taps[0], taps[1]), torch.maximum(taps[2], taps[3])), 1)
+
+
+x = torch.randn(4, 32, 8, 8).contiguous(memory_format=torch.channels_last)
+with torch.no_grad():
+    result = torch.compile(pool_then_flatten, backend="kiln")(x.to("kiln"))
+torch.testing.assert_close(result.cpu(), pool_then_flatten(x), rtol=0, atol=0)
+"""
+
+
+def test_a_fused_kernel_iterates_along_the_dim_most_of_its_operands_are_contiguous_in(tmp_path):
+    # The CNN's last pool: four channels-last taps read, one NCHW result
+    # written for the flatten. Iterating along the output's rows would gather
+    # every tap 64 floats apart; along the channels the taps are read in order
+    # and only the result is written with a stride (compiled_path.md).
+    import os
+    import subprocess
+    import sys
+    environment = dict(os.environ, KILN_DUMP_DIR=str(tmp_path), KILN_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, "-c", POOL_THEN_FLATTEN], env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    launches = []  # per fused kernel: each operand's stride along the innermost dim
+    for source in tmp_path.glob("fused_*.c"):
+        for line in source.read_text().splitlines():
+            if line.startswith("kernel fused:") and " strides=" in line:
+                operands = line.split(" strides=")[1].split(";")
+                launches.append([int(strides.split(",")[0]) for strides in operands])
+    scans = [innermost for innermost in launches if len(innermost) == 5]
+    assert scans, launches
+    assert scans == [[1, 1, 1, 1, 16]]

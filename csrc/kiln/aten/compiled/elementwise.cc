@@ -89,6 +89,24 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
   std::stable_sort(dims.begin(), dims.end(), [first_output](const Dim& a, const Dim& b) {
     return std::abs(a.strides[first_output]) < std::abs(b.strides[first_output]);
   });
+  if (options.innermost_by_operands && dims.size() > 1) {
+    // Only operands read or written at every position count: a broadcast one
+    // (a per-channel vector: stride 0 along a dim of more than one element)
+    // is read once per row whatever the order.
+    std::vector<bool> full_size(operands, true);
+    for (const Dim& dim : dims) {
+      for (int index = 0; index < operands; ++index) full_size[index] = full_size[index] && dim.strides[index] != 0;
+    }
+    auto contiguous_operands = [&](const Dim& dim) {
+      int count = 0;
+      for (int index = 0; index < operands; ++index) count += full_size[index] && std::abs(dim.strides[index]) == 1;
+      return count;
+    };
+    auto best = std::max_element(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) {
+      return contiguous_operands(a) < contiguous_operands(b);
+    });
+    if (contiguous_operands(*best) > contiguous_operands(dims.front())) std::rotate(dims.begin(), best, best + 1);
+  }
   std::vector<Dim> merged;
   for (const Dim& dim : dims) {
     if (!merged.empty() && !dim.pinned && !merged.back().pinned) {

@@ -59,6 +59,14 @@ struct ElementwiseOptions {
   // a fused kernel that reads several full-size operands per element is worth
   // splitting at fewer elements than a single op.
   int64_t cost_per_position = 1;
+  // Iterate innermost along the dim in which the most full-size operands are
+  // contiguous, when that is not the first output's (the other dims keep the
+  // output's order). For fused kernels: the CNN's last pool reads four
+  // channels-last taps and writes one NCHW result; along the result's rows it
+  // gathered every tap 64 floats apart (24 us), along the channels it reads
+  // them in order and writes with a stride (11 us). Eager ops leave it unset:
+  // they order dims by the output, as ATen's TensorIterator does.
+  bool innermost_by_operands = false;
 };
 
 // Runs `body` for every element of `outputs[0]`'s shape. Every operand has

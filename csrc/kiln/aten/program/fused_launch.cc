@@ -66,6 +66,7 @@ void launch_fused_pointwise(const compiler::FusedKernel& kernel, std::string_vie
   compiled::ElementwiseOptions options;
   options.fixed_shape = true;  // a program's shapes are static
   options.cost_per_position = full_size_operands(inputs, outputs);
+  options.innermost_by_operands = true;
   compiled::launch_elementwise(
       kFusedPointwiseName, op_key, inputs, outputs, {},
       [&](compiled::ElementwiseContext& context) {

@@ -1,6 +1,7 @@
 """Inference graphs run their 2-d convolutions channels-last
 (torch_kiln/compile/channels_last.py); training graphs keep the user's layout.
 Results, and the strides the caller gets, are eager's."""
+import pytest
 import torch
 from torch.nn import functional
 
@@ -67,4 +68,29 @@ def test_the_cnns_compiled_inference_matches_eager(fresh_compile_state):
         compiled, graphs = compile_capturing(model.to("kiln"))
         result = compiled(images.to("kiln"))
     torch.testing.assert_close(result.cpu(), expected, rtol=1e-4, atol=1e-4)
-    assert graphs[0].count("torch.channels_last") == 4  # two convolutions: input and weight
+    # The second convolution's input and weight; the first (3 channels, rows of
+    # 16) is computed straight into device memory only as traced, in NCHW.
+    assert graphs[0].count("torch.channels_last") == 2
+
+
+# (input shape, weight shape, padding, converted): whether the pass makes the
+# convolution channels-last. It leaves one that Kiln computes straight into
+# device memory as traced but would not in channels-last (convolution.cc).
+LAYOUT_CHOICES = [
+    ((16, 3, 16, 16), (16, 3, 3, 3), 1, False),   # direct in NCHW (rows of 16) only
+    ((16, 16, 8, 8), (32, 16, 3, 3), 1, True),    # direct in channels-last (16 channels) only
+    ((64, 3, 64, 64), (16, 3, 3, 3), 1, True),    # oneDNN either way (28 MiB of columns)
+    ((16, 3, 16, 16), (16, 3, 3, 3), "same", True),  # padding the pass does not judge
+]
+
+
+@pytest.mark.parametrize("input_shape,weight_shape,padding,converted", LAYOUT_CHOICES)
+def test_a_convolution_computed_directly_only_as_traced_keeps_its_layout(fresh_compile_state, input_shape,
+                                                                         weight_shape, padding, converted):
+    generator = torch.Generator().manual_seed(2)
+    x, weight = torch.randn(input_shape, generator=generator), torch.randn(weight_shape, generator=generator)
+    compiled, graphs = compile_capturing(lambda x, weight: functional.conv2d(x, weight, padding=padding))
+    with torch.no_grad():
+        result = compiled(x.to("kiln"), weight.to("kiln"))
+    torch.testing.assert_close(result.cpu(), functional.conv2d(x, weight, padding=padding), rtol=1e-4, atol=1e-4)
+    assert ("torch.channels_last" in graphs[0]) == converted

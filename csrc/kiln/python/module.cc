@@ -3,6 +3,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/base/config.h"
 #include "kiln/c10/device_allocator.h"
@@ -173,6 +174,12 @@ PYBIND11_MODULE(_C, module) {
     check_status(current_runtime_stream().enqueue(
         "kiln::test_failure", [message]() { return internal_error(message); }));
   });
+  module.def("_convolution_writes_output_directly",
+             [](const at::Tensor& input, const at::Tensor& weight, std::vector<int64_t> stride,
+                std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
+               return library::convolution_writes_output_directly(input, weight, stride, padding, dilation,
+                                                                  groups);
+             });
   module.def("_executed_ops", &executed_ops);
   module.def("_clear_op_tracking", &clear_op_tracking);
   module.def("_compiler_stats", [] {

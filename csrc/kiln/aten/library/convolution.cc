@@ -150,6 +150,19 @@ bool writes_output_directly(const at::Tensor& input, const at::Tensor& weight, c
 
 }  // namespace
 
+bool convolution_writes_output_directly(const at::Tensor& input, const at::Tensor& weight,
+                                        c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                        c10::IntArrayRef dilation, int64_t groups) {
+  // The output convolution() would allocate: its sizes from a meta run, the
+  // input's layout.
+  const at::Tensor meta_output = at::convolution(meta_like(input), meta_like(weight), std::nullopt, stride,
+                                                 padding, dilation, false, {0, 0}, groups);
+  const at::Tensor output = at::empty(meta_output.sizes(), meta_output.options().memory_format(
+                                                               input.suggest_memory_format()));
+  return writes_output_directly(input, weight, output,
+                                {stride.vec(), padding.vec(), dilation.vec(), {0, 0}, false, groups});
+}
+
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                        c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,

@@ -30,6 +30,13 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                        c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
                        c10::IntArrayRef output_padding, int64_t groups);
+// Whether convolution() computes this 2-d convolution (not transposed)
+// straight into the output it allocates, in the layouts `input` and `weight`
+// have (sizes, strides and dtypes are all it reads: fake tensors do). For the
+// compiled path's choice of layouts (compile/channels_last.py).
+bool convolution_writes_output_directly(const at::Tensor& input, const at::Tensor& weight,
+                                        c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                        c10::IntArrayRef dilation, int64_t groups);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     at::OptionalIntArrayRef bias_sizes, c10::IntArrayRef stride, c10::IntArrayRef padding,

@@ -1,6 +1,10 @@
 """Traced convolutions on kiln take the layouts Kiln's kernels give
-(compile/fake_convolution.py): channels-last stays channels-last."""
+(compile/fake_convolution.py): channels-last stays channels-last. Fused kernels
+iterate in the order most of their operands are laid out in."""
 import copy
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -100,9 +104,6 @@ def test_a_fused_kernel_iterates_along_the_dim_most_of_its_operands_are_contiguo
     # written for the flatten. Iterating along the output's rows would gather
     # every tap 64 floats apart; along the channels the taps are read in order
     # and only the result is written with a stride (compiled_path.md).
-    import os
-    import subprocess
-    import sys
     environment = dict(os.environ, KILN_DUMP_DIR=str(tmp_path), KILN_CACHE_DIR=str(tmp_path / "cache"))
     run = subprocess.run([sys.executable, "-c", POOL_THEN_FLATTEN], env=environment, capture_output=True,
                          text=True, timeout=300)

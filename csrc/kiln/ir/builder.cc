@@ -101,6 +101,15 @@ ValueId Builder::accumulator() {
   return add_node(node);
 }
 
+ValueId Builder::stage_result(int stage) {
+  const Reduction& reduction = kernel_.stages.at(stage);
+  Node node;
+  node.op = OpCode::kAccumulator;
+  node.dtype = reduce_accumulator_dtype(reduction.op, kernel_.nodes.at(reduction.input).dtype);
+  node.integer = stage;
+  return add_node(node);
+}
+
 ValueId Builder::accumulator_index() {
   Node node;
   node.op = OpCode::kAccumulatorIndex;
@@ -161,6 +170,13 @@ void Builder::reduce(ReduceOp op, ValueId value, int kept_rank, bool inner) {
   kernel_.reduction.input = value;
   kernel_.reduction.inner = inner;
   kernel_.kept_rank = kept_rank;
+}
+
+void Builder::set_kept_rank(int kept_rank) { kernel_.kept_rank = kept_rank; }
+
+int Builder::reduce_stage(ReduceOp op, ValueId value) {
+  kernel_.stages.push_back({op, value, true});
+  return static_cast<int>(kernel_.stages.size()) - 1;
 }
 
 Kernel Builder::finish() { return std::move(kernel_); }

@@ -34,6 +34,8 @@ class Builder {
   ValueId linear_index();
   ValueId random_bits(int word);
   ValueId accumulator();
+  // Row kernels: the result of stage `stage` (added by reduce_stage).
+  ValueId stage_result(int stage);
   ValueId accumulator_index();
 
   ValueId unary(OpCode op, ValueId x);
@@ -53,6 +55,11 @@ class Builder {
   // Reductions: folds `value` with `op`; the epilogue reads the result through
   // accumulator(). `kept_rank` dims are kept; `inner` as in Reduction.
   void reduce(ReduceOp op, ValueId value, int kept_rank, bool inner);
+  // Row kernels: sets the kept dims (the rest form the row).
+  void set_kept_rank(int kept_rank);
+  // Row kernels: folds `value` over the row after the stages added before;
+  // returns the stage's index.
+  int reduce_stage(ReduceOp op, ValueId value);
 
   Kernel finish();
 

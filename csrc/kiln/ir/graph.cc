@@ -121,6 +121,9 @@ std::string print_fragment(const std::vector<Node>& fragment) {
       case OpCode::kCast:
         text += std::string(":") + dtype_name(node.dtype);
         break;
+      case OpCode::kAccumulator:
+        if (node.integer != 0) text += " " + std::to_string(node.integer);
+        continue;
       default:
         break;
     }

@@ -15,6 +15,14 @@
 // dims (last); the per-element expression is folded with `reduction.op`, then
 // the epilogue (nodes reachable from `results`, built on kAccumulator) computes
 // each output element.
+//
+// Row kernels (kRow) fold one row (the reduced dims, last) several times in
+// turn, as a softmax or a layer norm does: `stages[s]` folds nodes[stages[s].input]
+// over the row, and kAccumulator with `integer` s reads its result, in the
+// values of later stages and in the results. A value that reads no tensor
+// element is a row value, computed once per row; every other is an element
+// value. An output broadcast along the row (stride 0 through the reduced
+// dims) stores a row value once per row; the others store at every element.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +61,7 @@ struct Operand {
   Layout layout = Layout::kContiguous;
 };
 
-enum class KernelKind : uint8_t { kPointwise, kReduction };
+enum class KernelKind : uint8_t { kPointwise, kReduction, kRow };
 
 // The one shape a specialised kernel runs on: `sizes[d]` of each dim and
 // `strides[operand][d]` (inputs, then outputs), in elements. The launch
@@ -79,7 +87,7 @@ struct Kernel {
   std::string name;  // readable, e.g. "add"; not part of the semantics
   KernelKind kind = KernelKind::kPointwise;
   int rank = 1;
-  int kept_rank = 0;  // reductions only
+  int kept_rank = 0;  // reductions and row kernels
   std::vector<Operand> inputs;
   std::vector<Operand> outputs;
   std::vector<DType> scalars;  // f64, i64 or bool launch arguments
@@ -91,6 +99,7 @@ struct Kernel {
   std::vector<ValueId> store_offsets;
   std::vector<bool> store_accumulates;
   Reduction reduction;           // reductions only
+  std::vector<Reduction> stages;  // row kernels only, in the order they run (all inner)
   // Set when two positions may store to one element (indexed stores): the
   // kernel then runs on one thread, in position order.
   bool single_threaded = false;

@@ -24,6 +24,9 @@ void print_node(std::ostringstream& out, ValueId id, const Node& node) {
     case OpCode::kScalar:
     case OpCode::kCoordinate:
     case OpCode::kRandomBits: out << " " << node.integer; break;
+    case OpCode::kAccumulator:
+      if (node.integer != 0) out << " " << node.integer;
+      break;
     case OpCode::kConstant:
       if (is_integer(node.dtype)) out << " " << node.integer;
       else out << " " << format_real(node.real);
@@ -47,11 +50,15 @@ std::string join(const std::vector<int64_t>& numbers) {
 
 std::string print_body(const Kernel& kernel) {
   std::ostringstream out;
-  out << (kernel.kind == KernelKind::kPointwise ? "pointwise" : "reduction")
-      << " rank=" << kernel.rank;
+  const char* kinds[] = {"pointwise", "reduction", "row"};
+  out << kinds[static_cast<int>(kernel.kind)] << " rank=" << kernel.rank;
   if (kernel.kind == KernelKind::kReduction) {
     out << " kept=" << kernel.kept_rank << " " << reduce_op_name(kernel.reduction.op) << " "
         << (kernel.reduction.inner ? "inner" : "outer") << " of %" << kernel.reduction.input;
+  }
+  if (kernel.kind == KernelKind::kRow) {
+    out << " kept=" << kernel.kept_rank;
+    for (const Reduction& stage : kernel.stages) out << " " << reduce_op_name(stage.op) << " of %" << stage.input;
   }
   if (kernel.single_threaded) out << " single_threaded";
   if (!kernel.fixed_shape.empty()) {

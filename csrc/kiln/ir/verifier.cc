@@ -1,5 +1,6 @@
 #include "kiln/ir/verifier.h"
 
+#include <algorithm>
 #include <string>
 
 namespace kiln::ir {
@@ -41,6 +42,7 @@ class Verifier {
       if (!kernel_.single_threaded) return fail("indexed stores must be single-threaded");
     }
     if (kernel_.kind == KernelKind::kReduction) return check_reduction();
+    if (kernel_.kind == KernelKind::kRow) return check_row();
     for (const Node& node : kernel_.nodes) {
       if (is_accumulator(node.op)) return fail("a pointwise kernel reads an accumulator");
     }
@@ -84,8 +86,9 @@ class Verifier {
         if (size < 1) return fail("fixed sizes are positive");
       }
       // Layout classes describe the vectorised dim: dim 0, or a row
-      // reduction's first reduced dim.
-      const bool row_reduction = kernel_.kind == KernelKind::kReduction && kernel_.reduction.inner;
+      // reduction's or row kernel's first reduced dim.
+      const bool row_reduction =
+          (kernel_.kind == KernelKind::kReduction && kernel_.reduction.inner) || kernel_.kind == KernelKind::kRow;
       const size_t vector_dim = row_reduction ? static_cast<size_t>(kernel_.kept_rank) : 0;
       for (size_t index = 0; index < operands && vector_dim < fixed.sizes.size() &&
                              fixed.sizes[vector_dim] > 1;
@@ -236,6 +239,61 @@ class Verifier {
     if ((reduction.op == ReduceOp::kAny || reduction.op == ReduceOp::kAll) &&
         kernel_.nodes[reduction.input].dtype != DType::kBool) {
       return fail("any/all reduce bool values");
+    }
+    return Status();
+  }
+
+  // Row kernels: each stage folds values of the stages before it only; the
+  // only tensor reads are plain loads (a row's elements have no linear
+  // position or coordinates of their own in the kernel).
+  Status check_row() const {
+    if (kernel_.stages.empty()) return fail("a row kernel needs at least one stage");
+    if (kernel_.kept_rank < 0 || kernel_.kept_rank >= kernel_.rank) {
+      return fail("a row kernel needs 0 <= kept_rank < rank");
+    }
+    const int stage_count = static_cast<int>(kernel_.stages.size());
+    // after[i]: 1 + the last stage node i reads (0: none).
+    std::vector<int> after(kernel_.nodes.size(), 0);
+    for (size_t index = 0; index < kernel_.nodes.size(); ++index) {
+      const Node& node = kernel_.nodes[index];
+      std::string where = "%" + std::to_string(index) + " (" + opcode_name(node.op) + ")";
+      if (reads_element(node.op) && node.op != OpCode::kLoad) return fail(where + " is not allowed in a row kernel");
+      if (node.op == OpCode::kAccumulatorIndex) return fail(where + ": row kernels have no index results");
+      if (node.op == OpCode::kAccumulator) {
+        if (node.integer < 0 || node.integer >= stage_count) return fail(where + " reads a missing stage");
+        const Reduction& stage = kernel_.stages[node.integer];
+        if (node.dtype != reduce_accumulator_dtype(stage.op, kernel_.nodes[stage.input].dtype)) {
+          return fail(where + " has the wrong accumulator dtype");
+        }
+        after[index] = static_cast<int>(node.integer) + 1;
+      }
+      for (int slot = 0; slot < opcode_arity(node.op); ++slot) {
+        after[index] = std::max(after[index], after[node.args[slot]]);
+      }
+    }
+    std::vector<bool> element(kernel_.nodes.size(), false);
+    for (size_t output = 0; output < kernel_.outputs.size(); ++output) {
+      reach(kernel_.results[output], element);
+      bool loads = false;
+      for (size_t index = 0; index < element.size(); ++index) {
+        loads = loads || (element[index] && kernel_.nodes[index].op == OpCode::kLoad);
+      }
+      element.assign(element.size(), false);
+      if (loads && kernel_.outputs[output].layout == Layout::kBroadcast) {
+        return fail("output " + std::to_string(output) + " stores element values but is broadcast along the row");
+      }
+    }
+    for (int s = 0; s < stage_count; ++s) {
+      const Reduction& stage = kernel_.stages[s];
+      const std::string where = "stage " + std::to_string(s);
+      if (!valid(stage.input)) return fail(where + " has no input value");
+      if (!stage.inner) return fail(where + " is not a row reduction");
+      if (stage.op == ReduceOp::kArgMax || stage.op == ReduceOp::kArgMin) return fail(where + ": no argmax/argmin");
+      if (after[stage.input] > s) return fail(where + " reads its own or a later stage's result");
+      if ((stage.op == ReduceOp::kAny || stage.op == ReduceOp::kAll) &&
+          kernel_.nodes[stage.input].dtype != DType::kBool) {
+        return fail(where + ": any/all reduce bool values");
+      }
     }
     return Status();
   }

@@ -12,13 +12,24 @@ class Symbols {
  public:
   int intern(const std::string& text) { return ids_.emplace(text, static_cast<int>(ids_.size())).first->second; }
   // The id of each node of `fragment`, with loads reading `loads` and the
-  // accumulator reading `accumulator`.
-  std::vector<int> evaluate(const std::vector<Node>& fragment, const std::vector<int>& loads, int accumulator) {
+  // accumulator reading `accumulator`, or in a row kernel (`row` set) stage
+  // `integer`'s fold of the value it names.
+  std::vector<int> evaluate(const std::vector<Node>& fragment, const std::vector<int>& loads, int accumulator,
+                            const FusedKernel* row = nullptr) {
     std::vector<int> ids;
     for (const Node& node : fragment) {
       std::string text = ir::opcode_name(node.op);
       if (node.op == OpCode::kLoad) {
         ids.push_back(loads.at(node.integer));
+        continue;
+      }
+      if (node.op == OpCode::kAccumulator && row != nullptr) {
+        const size_t stage = static_cast<size_t>(node.integer);
+        if (stage >= row->stage_values.size() || static_cast<size_t>(row->stage_values[stage]) >= ids.size()) {
+          ids.push_back(intern("a stage read before its value"));
+          continue;
+        }
+        ids.push_back(reduce(row->stage_ops[stage], row->reduced_dims, ids[row->stage_values[stage]]));
         continue;
       }
       if (node.op == OpCode::kAccumulator) {
@@ -119,22 +130,48 @@ std::string check_fusion(const ir::Graph& graph, const FusionResult& fusion) {
     const std::string where = "kernel " + std::to_string(step.index) + ": ";
     if (operand_count(kernel) > static_cast<size_t>(ir::kMaxOperands)) return where + "too many operands";
     // Each node computes at the kernel's iteration sizes; epilogue nodes at the reduction result's.
+    // A row kernel's nodes compute at the iteration sizes or, as row values,
+    // at the rows' (the reduced dims kept as 1, or dropped); a node of the
+    // iteration sizes reads row values only in the first form.
     const ir::GraphNode* reduction = nullptr;
+    Sizes row_sizes = kernel.iteration_sizes;
+    for (int dim : kernel.reduced_dims) {
+      if (kernel.kind == ir::KernelKind::kRow) row_sizes.at(dim) = 1;
+    }
     for (int n : kernel.nodes) {
       const ir::GraphNode& node = graph.nodes[n];
       if (node.kind == GraphNodeKind::kReduction) {
         reduction = &node;
         if (graph.values[node.inputs[0]].sizes != kernel.iteration_sizes) return where + "reduces at other sizes";
+        if (kernel.kind == ir::KernelKind::kRow && node.reduced_dims != kernel.reduced_dims) {
+          return where + "reduces other dims than its rows";
+        }
+      } else if (kernel.kind == ir::KernelKind::kRow) {
+        const Sizes& sizes = graph.values[node.outputs[0]].sizes;
+        if (sizes != kernel.iteration_sizes && sizes.size() != kernel.iteration_sizes.size() - kernel.reduced_dims.size() &&
+            sizes != row_sizes) {
+          return where + "computes node " + std::to_string(n) + " at other sizes";
+        }
+        for (GraphValueId input : node.inputs) {
+          const bool inside = std::any_of(kernel.nodes.begin(), kernel.nodes.end(), [&](int member) {
+            return graph.nodes[member].outputs[0] == input;
+          });
+          const Sizes& input_sizes = graph.values[input].sizes;
+          if (inside && sizes == kernel.iteration_sizes && input_sizes != sizes && input_sizes != row_sizes) {
+            return where + "node " + std::to_string(n) + " broadcasts a row value across rows";
+          }
+        }
       } else if (graph.values[node.outputs[0]].sizes !=
                  (reduction ? graph.values[reduction->outputs[0]].sizes : kernel.iteration_sizes)) {
         return where + "computes node " + std::to_string(n) + " at other sizes";
       }
     }
-    if ((reduction != nullptr) != (kernel.kind == ir::KernelKind::kReduction)) return where + "of the wrong kind";
+    if ((reduction != nullptr) != (kernel.kind != ir::KernelKind::kPointwise)) return where + "of the wrong kind";
     for (GraphValueId input : kernel.inputs) {
       if (!ready[input]) return where + "reads v" + std::to_string(input) + " before it is produced";
     }
-    std::vector<int> ids = symbols.evaluate(kernel.expression, loads_of(kernel.inputs), -1);
+    std::vector<int> ids = symbols.evaluate(kernel.expression, loads_of(kernel.inputs), -1,
+                                            kernel.kind == ir::KernelKind::kRow ? &kernel : nullptr);
     std::vector<int> stored_ids = ids;
     if (kernel.kind == ir::KernelKind::kReduction) {
       int folded = symbols.reduce(kernel.reduce_op, kernel.reduced_dims, ids.at(kernel.reduced_value));

@@ -101,18 +101,75 @@ TEST(GraphPasses, PointwiseChainReadOnlyByAReductionBecomesItsPrologue) {
   EXPECT_EQ(fusion.kernels[0].reduced_dims, (std::vector<int>{1}));
 }
 
-TEST(GraphPasses, ChainValueReadElsewhereKeepsTheReductionSeparate) {
+TEST(GraphPasses, ChainValueReadElsewhereJoinsARowKernel) {
+  // The reduction takes in the chain although another node reads it: the row
+  // kernel stores the chain's value for that reader, which joins it too.
   GraphMaker maker;
   GraphValueId a = maker.input(kMatrix), b = maker.input(kMatrix);
   GraphValueId chain = maker.pointwise({maker.pointwise({a, b}), a}, OpCode::kMultiply);
   GraphValueId sum = maker.reduction({chain}, {1});
   maker.output(sum);
+  GraphValueId reader = maker.pointwise({chain, b});
+  maker.output(reader);
+  FusionResult fusion = checked_fuse(maker.graph);
+  ASSERT_EQ(fusion.kernels.size(), 1u) << print_fusion(maker.graph, fusion);
+  EXPECT_EQ(fusion.kernels[0].kind, ir::KernelKind::kRow);
+  EXPECT_EQ(fusion.kernels[0].outputs, (Values{sum, reader}));
+  EXPECT_EQ(fusion.kernels[0].stage_ops, (std::vector<ir::ReduceOp>{ir::ReduceOp::kSum}));
+}
+
+TEST(GraphPasses, FewLongRowsKeepTheReductionSeparate) {
+  // 4 rows of 20000: too few rows to share between threads, and too many
+  // elements for one: the plain reduction (which splits long rows) stays.
+  const Sizes sizes = {4, 20000};
+  GraphMaker maker;
+  GraphValueId a = maker.input(sizes), b = maker.input(sizes);
+  GraphValueId chain = maker.pointwise({maker.pointwise({a, b}), a}, OpCode::kMultiply);
+  GraphValueId sum = maker.reduction({chain}, {1});
+  maker.output(sum);
   maker.output(maker.pointwise({chain, b}));
   FusionResult fusion = checked_fuse(maker.graph);
-  ASSERT_EQ(fusion.kernels.size(), 3u);
+  ASSERT_EQ(fusion.kernels.size(), 3u) << print_fusion(maker.graph, fusion);
   EXPECT_EQ(fusion.kernels[0].outputs, (Values{chain}));
   EXPECT_EQ(fusion.kernels[1].kind, ir::KernelKind::kReduction);
   EXPECT_EQ(fusion.kernels[1].nodes, (std::vector<int>{2}));
+}
+
+TEST(GraphPasses, SoftmaxBecomesOneRowKernelOfTwoStages) {
+  // max over the row, exp(x - max), its sum, then the division: every value
+  // but the result stays in the kernel.
+  GraphMaker maker;
+  GraphValueId x = maker.input(kMatrix);
+  GraphValueId maximum = maker.reduction({x}, {1});
+  maker.graph.nodes.back().reduce_op = ir::ReduceOp::kMax;
+  GraphValueId shifted = maker.pointwise({x, maximum}, OpCode::kSubtract);
+  GraphValueId exponential = maker.pointwise({shifted});
+  maker.graph.nodes.back().expression = {leaf(OpCode::kLoad), apply(OpCode::kExp, 0)};
+  GraphValueId sum = maker.reduction({exponential}, {1});
+  GraphValueId result = maker.pointwise({exponential, sum}, OpCode::kDivide);
+  maker.output(result);
+  FusionResult fusion = checked_fuse(maker.graph);
+  ASSERT_EQ(fusion.kernels.size(), 1u) << print_fusion(maker.graph, fusion);
+  const FusedKernel& kernel = fusion.kernels[0];
+  EXPECT_EQ(kernel.kind, ir::KernelKind::kRow);
+  EXPECT_EQ(kernel.inputs, (Values{x}));
+  EXPECT_EQ(kernel.outputs, (Values{result}));
+  EXPECT_EQ(kernel.stage_ops, (std::vector<ir::ReduceOp>{ir::ReduceOp::kMax, ir::ReduceOp::kSum}));
+  EXPECT_EQ(kernel.reduced_dims, (std::vector<int>{1}));
+}
+
+TEST(GraphPasses, ReductionOverLeadingDimsIsNoRow) {
+  // Rows are the last dims: a sum over dim 0 stays a plain reduction, and a
+  // node broadcasting its result over the input is a kernel of its own.
+  GraphMaker maker;
+  GraphValueId x = maker.input(kMatrix);
+  GraphValueId sum = maker.reduction({x}, {0});
+  GraphValueId centred = maker.pointwise({x, sum}, OpCode::kSubtract);
+  maker.output(centred);
+  FusionResult fusion = checked_fuse(maker.graph);
+  ASSERT_EQ(fusion.kernels.size(), 2u) << print_fusion(maker.graph, fusion);
+  EXPECT_EQ(fusion.kernels[0].kind, ir::KernelKind::kReduction);
+  EXPECT_EQ(fusion.kernels[1].kind, ir::KernelKind::kPointwise);
 }
 
 TEST(GraphPasses, PointwiseReadingOnlyTheReductionJoinsAsEpilogue) {
@@ -213,7 +270,7 @@ TEST(GraphPasses, KernelsOpenAtASideEffectRunBeforeIt) {
 
 TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
   std::mt19937 generator(20261203);
-  size_t fused_nodes = 0, reduction_kernels = 0, dead_nodes = 0;
+  size_t fused_nodes = 0, reduction_kernels = 0, row_kernels = 0, dead_nodes = 0;
   for (int trial = 0; trial < 1500; ++trial) {
     ir::Graph graph = random_graph(generator, trial % 3 == 2);
     SCOPED_TRACE("trial " + std::to_string(trial));
@@ -221,6 +278,7 @@ TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
     for (const FusedKernel& kernel : fusion.kernels) {
       fused_nodes += kernel.nodes.size() - 1;
       reduction_kernels += kernel.kind == ir::KernelKind::kReduction && kernel.nodes.size() > 1;
+      row_kernels += kernel.kind == ir::KernelKind::kRow;
     }
     auto side_effects = [](const ir::Graph& g) {
       return std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::GraphNode& n) { return n.has_side_effects; });
@@ -245,6 +303,7 @@ TEST(GraphPasses, RandomGraphsFuseIntoValidPrograms) {
   // The graphs exercise fusion, not just one kernel per node.
   EXPECT_GT(fused_nodes, 1000u);
   EXPECT_GT(reduction_kernels, 100u);
+  EXPECT_GT(row_kernels, 100u);
   EXPECT_GT(dead_nodes, 1000u);
 }
 

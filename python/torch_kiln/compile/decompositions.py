@@ -76,8 +76,9 @@ def safe_softmax(self, dim, dtype=None):
     maximum = torch.amax(values, dim, keepdim=True)
     unnormalized = torch.exp(values - maximum)
     result = (unnormalized / torch.sum(unnormalized, dim, keepdim=True)).to(x.dtype)
-    # Tested at the result's size, so the test fuses into the division's kernel.
-    fully_masked = torch.eq(maximum.expand(result.shape), float("-inf"))
+    # Tested on the row maximum itself: a row value, which the row kernel
+    # computing the softmax broadcasts along the row.
+    fully_masked = torch.eq(maximum, float("-inf"))
     return torch.where(fully_masked, torch.zeros_like(result), result)
 
 

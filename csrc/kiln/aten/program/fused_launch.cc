@@ -2,15 +2,25 @@
 
 #include "kiln/aten/compiled/elementwise.h"
 #include "kiln/aten/compiled/reduction.h"
+#include "kiln/aten/compiled/row_reduction.h"
 
 namespace kiln::torch_integration::program {
 namespace {
 
 // Emits `fragment` into `builder`: kLoad k becomes `loads[k]`, kAccumulator
-// the reduction's accumulator. Returns the value of every fragment node.
+// the reduction's accumulator, or for a row kernel (`row` set) the result of
+// stage `integer`, whose stages are added once their values exist. Returns
+// the value of every fragment node.
 std::vector<ir::ValueId> replay(ir::Builder& builder, const std::vector<ir::Node>& fragment,
-                                const std::vector<ir::ValueId>& loads) {
+                                const std::vector<ir::ValueId>& loads,
+                                const compiler::FusedKernel* row = nullptr) {
   std::vector<ir::ValueId> ids(fragment.size(), ir::kNoValue);
+  size_t stages = 0;
+  auto add_stages_through = [&](size_t last) {
+    for (; stages <= last && stages < row->stage_ops.size(); ++stages) {
+      builder.reduce_stage(row->stage_ops[stages], ids[row->stage_values[stages]]);
+    }
+  };
   for (size_t i = 0; i < fragment.size(); ++i) {
     const ir::Node& node = fragment[i];
     auto arg = [&](int a) { return ids[node.args[a]]; };
@@ -19,7 +29,12 @@ std::vector<ir::ValueId> replay(ir::Builder& builder, const std::vector<ir::Node
         ids[i] = loads.at(node.integer);
         break;
       case ir::OpCode::kAccumulator:
-        ids[i] = builder.accumulator();
+        if (row != nullptr) {
+          add_stages_through(static_cast<size_t>(node.integer));
+          ids[i] = builder.stage_result(static_cast<int>(node.integer));
+        } else {
+          ids[i] = builder.accumulator();
+        }
         break;
       case ir::OpCode::kConstant:
         ids[i] = builder.constant(ir::is_integer(node.dtype) ? static_cast<double>(node.integer) : node.real,
@@ -37,6 +52,7 @@ std::vector<ir::ValueId> replay(ir::Builder& builder, const std::vector<ir::Node
         break;
     }
   }
+  if (row != nullptr && !row->stage_ops.empty()) add_stages_through(row->stage_ops.size() - 1);
   return ids;
 }
 
@@ -91,6 +107,22 @@ void launch_fused_reduction(const compiler::FusedKernel& kernel, std::string_vie
     return pick(replay(context.builder, kernel.epilogue, {}), kernel.results);
   };
   compiled::launch_reduction(kFusedReductionName, op_key, inputs, keepdim_outputs, reduced, {}, spec);
+}
+
+void launch_fused_row(const compiler::FusedKernel& kernel, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
+                      c10::ArrayRef<at::Tensor> outputs) {
+  const int64_t rank = static_cast<int64_t>(kernel.iteration_sizes.size());
+  std::vector<int64_t> reduced(kernel.reduced_dims.begin(), kernel.reduced_dims.end());
+  std::vector<at::Tensor> full_outputs;
+  for (const at::Tensor& output : outputs) {
+    full_outputs.push_back(output.sizes().equals(kernel.iteration_sizes)
+                               ? output
+                               : compiled::keepdim_view(output, rank, reduced).expand(kernel.iteration_sizes));
+  }
+  compiled::launch_row_reduction(kFusedRowName, op_key, inputs, full_outputs, reduced,
+                                 [&](ir::Builder& builder, const std::vector<ir::ValueId>& loads) {
+                                   return pick(replay(builder, kernel.expression, loads, &kernel), kernel.results);
+                                 });
 }
 
 }  // namespace kiln::torch_integration::program

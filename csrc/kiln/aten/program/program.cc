@@ -24,10 +24,19 @@ namespace {
 // shapes its code.
 std::string kernel_key(const compiler::FusedKernel& kernel) {
   std::string text = ir::print_fragment(kernel.expression);
-  text += kernel.kind == ir::KernelKind::kReduction ? "|reduce " : "|pointwise";
+  const char* kinds[] = {"|pointwise", "|reduce ", "|row "};
+  text += kinds[static_cast<int>(kernel.kind)];
   if (kernel.kind == ir::KernelKind::kReduction) {
     text += std::string(ir::reduce_op_name(kernel.reduce_op)) + " %" + std::to_string(kernel.reduced_value) +
             "|" + ir::print_fragment(kernel.epilogue);
+  }
+  for (size_t stage = 0; stage < kernel.stage_ops.size(); ++stage) {
+    text += std::string(ir::reduce_op_name(kernel.stage_ops[stage])) + " %" +
+            std::to_string(kernel.stage_values[stage]) + ";";
+  }
+  if (kernel.kind == ir::KernelKind::kRow) {
+    text += " dims";
+    for (int dim : kernel.reduced_dims) text += " " + std::to_string(dim);
   }
   text += "|results";
   for (ir::ValueId result : kernel.results) text += " " + std::to_string(result);
@@ -204,10 +213,10 @@ void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::T
     values[output] = allocate(output, arena);
     outputs.push_back(values[output]);
   }
-  const bool reduction = kernel.kind == ir::KernelKind::kReduction;
   const BoundLaunch* bound = bound_[index].load(std::memory_order_acquire);
   if (bound != nullptr && bound->matches(values, kernel.inputs)) {
-    const char* name = reduction ? kFusedReductionName : kFusedPointwiseName;
+    const char* names[] = {kFusedPointwiseName, kFusedReductionName, kFusedRowName};
+    const char* name = names[static_cast<int>(kernel.kind)];
     record_static_op(name, OpPath::kCompiled);
     bound->launch(current_runtime_stream(description_.device_index), name, values, kernel.inputs, outputs);
     return;
@@ -221,8 +230,10 @@ void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::T
   }
   std::optional<compiled::LaunchRecording> recording;
   if (bound == nullptr) recording.emplace();
-  if (reduction) {
+  if (kernel.kind == ir::KernelKind::kReduction) {
     launch_fused_reduction(kernel, kernel_keys_[index], inputs, outputs);
+  } else if (kernel.kind == ir::KernelKind::kRow) {
+    launch_fused_row(kernel, kernel_keys_[index], inputs, outputs);
   } else {
     launch_fused_pointwise(kernel, kernel_keys_[index], inputs, outputs);
   }

@@ -13,11 +13,27 @@ using ir::GraphValueId;
 
 struct Group {
   ir::KernelKind kind = ir::KernelKind::kPointwise;
-  std::vector<int64_t> sizes;  // pointwise: output sizes; reduction: the reduced input's
+  std::vector<int64_t> sizes;  // pointwise: output sizes; reduction, row: the reduced input's
   std::vector<int> nodes;      // in graph order
-  int reduction_node = -1;     // reduction groups: the node folding
+  int reduction_node = -1;     // reduction and row groups: the (first) node folding
+  std::vector<int> reduced_dims;  // reduction and row groups
   bool sealed = false;         // something outside reads its values: it takes no more nodes
 };
+
+// True for fragment ops a row kernel computes: none that reads a position of
+// its own (coordinates, linear index, random bits, indexed loads).
+bool positionless(const std::vector<ir::Node>& fragment) {
+  for (const ir::Node& node : fragment) {
+    switch (node.op) {
+      case ir::OpCode::kCoordinate: case ir::OpCode::kLinearIndex: case ir::OpCode::kRandomBits:
+      case ir::OpCode::kIndexedLoad: case ir::OpCode::kAccumulatorIndex:
+        return false;
+      default:
+        break;
+    }
+  }
+  return true;
+}
 
 class Fuser {
  public:
@@ -33,6 +49,7 @@ class Fuser {
     }
     for (GraphValueId output : graph.outputs) is_output_[output] = true;
     group_of_.assign(graph.nodes.size(), -1);
+    row_value_.assign(graph.nodes.size(), false);
   }
 
   FusionResult run() {
@@ -64,7 +81,7 @@ class Fuser {
   }
 
   int new_group(int node, ir::KernelKind kind, std::vector<int64_t> sizes) {
-    groups_.push_back({kind, std::move(sizes), {node}, kind == ir::KernelKind::kReduction ? node : -1});
+    groups_.push_back({kind, std::move(sizes), {node}, kind == ir::KernelKind::kReduction ? node : -1, {}});
     group_of_[node] = static_cast<int>(groups_.size() - 1);
     return group_of_[node];
   }
@@ -158,35 +175,129 @@ class Fuser {
     const GraphNode& node = graph_.nodes[n];
     const std::vector<int64_t>& input_sizes = graph_.values[node.inputs[0]].sizes;
     const int producer = group_of_value(node.inputs[0]);
+    row_value_[n] = true;
     if (producer >= 0) {
       Group& group = groups_[producer];
       if (!group.sealed && group.kind == ir::KernelKind::kPointwise && group.sizes == input_sizes &&
           read_only_inside(group, n) && fits_operands(producer, n)) {
         group.kind = ir::KernelKind::kReduction;
         group.reduction_node = n;
+        group.reduced_dims = node.reduced_dims;
         // The kernels of its other inputs now have a reader outside: a node
         // joining one later would move it after this kernel, which reads it.
         seal_producers(node, producer);
         join(n, producer);
         return;
       }
+      if (takes_stage(producer, n)) {
+        if (group.kind != ir::KernelKind::kPointwise) {
+          group.kind = ir::KernelKind::kRow;
+        } else {
+          group.kind = ir::KernelKind::kRow;
+          group.reduction_node = n;
+          group.reduced_dims = node.reduced_dims;
+        }
+        seal_producers(node, producer);
+        join(n, producer);
+        return;
+      }
     }
     seal_producers(node, -1);
-    new_group(n, ir::KernelKind::kReduction, input_sizes);
+    const int group = new_group(n, ir::KernelKind::kReduction, input_sizes);
+    groups_[group].reduced_dims = node.reduced_dims;
+  }
+
+  // True when rows of `sizes` reduced over `dims` suit a row kernel: `dims`
+  // are the last dims, a row has more than one element, and there are at
+  // least kMinRowKernelRows rows or too few elements to share between threads.
+  static bool row_shape(const std::vector<int64_t>& sizes, const std::vector<int>& dims) {
+    const int rank = static_cast<int>(sizes.size());
+    int64_t row = 1, rows = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] != rank - static_cast<int>(dims.size()) + static_cast<int>(i)) return false;
+    }
+    for (int dim = 0; dim < rank; ++dim) {
+      (dim >= rank - static_cast<int>(dims.size()) ? row : rows) *= sizes[dim];
+    }
+    return !dims.empty() && row > 1 && (rows >= kMinRowKernelRows || rows * row <= kSmallRowKernelElements);
+  }
+
+  bool group_positionless(const Group& group) const {
+    for (int member : group.nodes) {
+      const GraphNode& node = graph_.nodes[member];
+      if (!positionless(node.expression) || !positionless(node.epilogue)) return false;
+    }
+    return true;
+  }
+
+  // True when reduction `n` can be a row kernel's stage in open group
+  // `group`: the group computes its input as an element value (a pointwise
+  // kernel of the input's sizes, or a reduction or row kernel over the same
+  // rows), whatever else reads the group's values.
+  bool takes_stage(int group, int n) const {
+    const GraphNode& node = graph_.nodes[n];
+    const Group& candidate = groups_[group];
+    const std::vector<int64_t>& input_sizes = graph_.values[node.inputs[0]].sizes;
+    if (candidate.sealed || node.inputs.size() != 1 || candidate.sizes != input_sizes ||
+        !row_shape(input_sizes, node.reduced_dims) || !positionless(node.expression) ||
+        !positionless(node.epilogue) || !group_positionless(candidate) || !fits_operands(group, n)) {
+      return false;
+    }
+    if (candidate.kind == ir::KernelKind::kPointwise) return true;
+    return candidate.reduced_dims == node.reduced_dims && !row_value_[producer_[node.inputs[0]]];
   }
 
   // True when `node` reads only the reduction result or epilogue values of
   // reduction group `group`, and has that result's sizes.
+  // For a row group: every input is a row value of the group, of the node's
+  // own sizes.
   bool fits_epilogue(const GraphNode& node, int group) const {
     const Group& candidate = groups_[group];
-    if (candidate.sealed || candidate.kind != ir::KernelKind::kReduction || node.inputs.empty()) return false;
+    if (candidate.sealed || candidate.kind == ir::KernelKind::kPointwise || node.inputs.empty()) return false;
+    if (candidate.kind == ir::KernelKind::kRow && !positionless(node.expression)) return false;
     const GraphNode& reduction = graph_.nodes[candidate.reduction_node];
-    if (graph_.values[node.outputs[0]].sizes != graph_.values[reduction.outputs[0]].sizes) return false;
+    const std::vector<int64_t>& sizes = graph_.values[node.outputs[0]].sizes;
+    if (candidate.kind == ir::KernelKind::kReduction && sizes != graph_.values[reduction.outputs[0]].sizes) {
+      return false;
+    }
     for (GraphValueId input : node.inputs) {
       const int producer = producer_[input];
-      if (producer < 0 || group_of_[producer] != group || producer < candidate.reduction_node) return false;
+      if (producer < 0 || group_of_[producer] != group || !row_value_[producer]) return false;
+      if (graph_.values[input].sizes != sizes) return false;
     }
     return true;
+  }
+
+  // The open reduction or row group over rows of `node`'s output sizes that
+  // `node` can join as an element value (the latest, when several can), or
+  // -1. The node reads at least one element value (the group's or another
+  // tensor), and each row value it reads keeps the reduced dims with size 1,
+  // so it broadcasts along the row.
+  int row_group_for_element(int n) const {
+    const GraphNode& node = graph_.nodes[n];
+    const std::vector<int64_t>& sizes = graph_.values[node.outputs[0]].sizes;
+    if (!positionless(node.expression)) return -1;
+    int chosen = -1;
+    for (GraphValueId input : node.inputs) {
+      const int group = group_of_value(input);
+      if (group < 0 || group <= chosen) continue;
+      const Group& candidate = groups_[group];
+      if (candidate.sealed || candidate.kind == ir::KernelKind::kPointwise || candidate.sizes != sizes ||
+          !row_shape(sizes, candidate.reduced_dims) || !group_positionless(candidate)) {
+        continue;
+      }
+      std::vector<int64_t> row_value_sizes = sizes;
+      for (int dim : candidate.reduced_dims) row_value_sizes[dim] = 1;
+      bool reads_element = false, fits = true;
+      for (GraphValueId other : node.inputs) {
+        const int producer = producer_[other];
+        const bool row_value = producer >= 0 && group_of_[producer] == group && row_value_[producer];
+        if (row_value) fits = fits && graph_.values[other].sizes == row_value_sizes;
+        else reads_element = true;
+      }
+      if (fits && reads_element && fits_operands(group, n)) chosen = group;
+    }
+    return chosen;
   }
 
   void place_pointwise(int n) {
@@ -195,7 +306,14 @@ class Fuser {
     int chosen = -1;
     if (!node.inputs.empty()) {
       const int first = group_of_value(node.inputs[0]);
-      if (first >= 0 && fits_epilogue(node, first) && fits_operands(first, n)) chosen = first;
+      if (first >= 0 && fits_epilogue(node, first) && fits_operands(first, n)) {
+        chosen = first;
+        row_value_[n] = true;
+      }
+    }
+    if (chosen < 0) {
+      chosen = row_group_for_element(n);
+      if (chosen >= 0) groups_[chosen].kind = ir::KernelKind::kRow;
     }
     if (chosen < 0) {
       for (GraphValueId input : node.inputs) {
@@ -268,7 +386,41 @@ class Fuser {
     return remap.back();
   }
 
+  // A row group's kernel: one expression, each reduction's epilogue reading
+  // its own stage.
+  FusedKernel build_row_kernel(const Group& group) {
+    FusedKernel kernel;
+    kernel.kind = ir::KernelKind::kRow;
+    kernel.nodes = group.nodes;
+    kernel.iteration_sizes = group.sizes;
+    kernel.reduced_dims = group.reduced_dims;
+    const int group_index = group_of_[group.nodes.front()];
+    std::unordered_map<GraphValueId, ir::ValueId> local;
+    for (int n : group.nodes) {
+      const GraphNode& node = graph_.nodes[n];
+      const GraphValueId output = node.outputs[0];
+      if (node.kind == GraphNodeKind::kReduction) {
+        kernel.stage_values.push_back(append_fragment(node.expression, node, local, kernel.expression, kernel));
+        kernel.stage_ops.push_back(node.reduce_op);
+        std::vector<ir::Node> epilogue = node.epilogue;
+        for (ir::Node& entry : epilogue) {
+          if (entry.op == ir::OpCode::kAccumulator) entry.integer = static_cast<int64_t>(kernel.stage_ops.size()) - 1;
+        }
+        std::unordered_map<GraphValueId, ir::ValueId> none;
+        local[output] = append_fragment(epilogue, node, none, kernel.expression, kernel);
+      } else {
+        local[output] = append_fragment(node.expression, node, local, kernel.expression, kernel);
+      }
+      if (read_outside(output, group_index)) {
+        kernel.outputs.push_back(output);
+        kernel.results.push_back(local[output]);
+      }
+    }
+    return kernel;
+  }
+
   FusedKernel build_kernel(const Group& group) {
+    if (group.kind == ir::KernelKind::kRow) return build_row_kernel(group);
     FusedKernel kernel;
     kernel.kind = group.kind;
     kernel.nodes = group.nodes;
@@ -304,6 +456,7 @@ class Fuser {
   std::vector<std::vector<int>> readers_;
   std::vector<bool> is_output_;
   std::vector<int> group_of_;
+  std::vector<bool> row_value_;  // per node: a reduction's result or a value computed from such results only
   std::vector<Group> groups_;
   std::vector<int> externs_;
 };
@@ -326,10 +479,15 @@ std::string print_fusion(const ir::Graph& graph, const FusionResult& fusion) {
       continue;
     }
     const FusedKernel& kernel = fusion.kernels[step.index];
-    text += std::string(kernel.kind == ir::KernelKind::kReduction ? "reduction" : "pointwise") +
+    const char* kinds[] = {"pointwise", "reduction", "row"};
+    text += std::string(kinds[static_cast<int>(kernel.kind)]) +
             " kernel " + std::to_string(step.index) + " (" + std::to_string(kernel.nodes.size()) +
             " nodes): (" + values(kernel.inputs) + ") -> (" + values(kernel.outputs) + ")\n    " +
             ir::print_fragment(kernel.expression) + "\n";
+    for (size_t stage = 0; stage < kernel.stage_ops.size(); ++stage) {
+      text += std::string("    stage ") + std::to_string(stage) + ": " + ir::reduce_op_name(kernel.stage_ops[stage]) +
+              " %" + std::to_string(kernel.stage_values[stage]) + "\n";
+    }
     if (kernel.kind == ir::KernelKind::kReduction) {
       text += std::string("    ") + ir::reduce_op_name(kernel.reduce_op) + " %" +
               std::to_string(kernel.reduced_value) + " then " +

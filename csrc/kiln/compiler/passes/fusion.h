@@ -11,6 +11,17 @@
 // readers and before any call that may mutate what it read: each kernel runs
 // at the place of its last node.
 //
+// Row kernels: a reduction over the last dims of its input (a row) and the
+// pointwise nodes around it form one row kernel when they read each other, as
+// a softmax (maximum, exponentials, sum, division) or a layer norm (mean,
+// variance, normalisation) do. A row kernel takes in the pointwise kernel that
+// produced the row even when others read its values (it stores them), later
+// reductions over the same rows as further stages, and pointwise nodes of the
+// row's sizes that read its values, element by element (a row value, such as
+// the maximum, broadcast along the row). Rows shorter than two elements, and
+// fewer than kMinRowKernelRows rows of more than kSmallRowKernelElements
+// elements in all, stay plain reductions.
+//
 // Values computed inside a kernel and read only there are never stored. The
 // fused expression of a kernel is one fragment (graph.h's dialect) over the
 // kernel's inputs; its text, with the dtypes, identifies the generated code.
@@ -36,9 +47,21 @@ struct FusedKernel {
   ir::ReduceOp reduce_op = ir::ReduceOp::kSum;
   std::vector<int> reduced_dims;      // of the iteration sizes
   std::vector<ir::Node> epilogue;     // on kAccumulator
-  std::vector<int64_t> iteration_sizes;  // pointwise: the outputs'; reduction: the reduced input's
+  std::vector<int64_t> iteration_sizes;  // pointwise: the outputs'; reduction, row: the reduced input's
+  // Row kernels: `expression` holds every node, and kAccumulator with
+  // `integer` s reads stage s, which folds node stage_values[s] with
+  // stage_ops[s] over `reduced_dims`; results[i] is stored to outputs[i].
+  std::vector<ir::ValueId> stage_values;
+  std::vector<ir::ReduceOp> stage_ops;
   std::vector<int> nodes;             // graph nodes it computes, in order
 };
+
+// A row kernel runs each row on one thread: fewer rows than this leave too
+// few to share between threads, and such a reduction stays a plain one, which
+// splits long rows. Up to kSmallRowKernelElements elements run on one thread
+// anyway (twice ATen's grain size, kernel_launch.cc).
+constexpr int64_t kMinRowKernelRows = 32;
+constexpr int64_t kSmallRowKernelElements = 65536;
 
 struct ProgramStep {
   enum class Kind : uint8_t { kKernel, kExtern } kind = Kind::kKernel;

@@ -112,6 +112,102 @@ bool reduce_in_two_stages(const char* op_name, std::string_view op_key,
   return true;
 }
 
+// The launch layout of a reduction or row kernel: its dims in `args`, kept
+// dims first, each group fastest first and merged; and per operand its
+// dtype, its layout class along the vectorised dim and its data pointer.
+struct ReductionLayout {
+  LaunchArgs args{};  // unused operands read as null (foreach_ops.cc replays captures)
+  int kept_rank = 0;
+  int rank = 0;
+  bool inner = true;  // the vectorised dim is the first reduced one
+  int64_t positions = 1;  // kept elements
+  int64_t cost = 1;       // reduced elements
+  size_t bytes = 0;
+  std::vector<ir::DType> dtypes;
+  std::vector<ir::Layout> layouts;
+};
+
+// Lays out `operands` (the inputs, then the outputs, all of one rank) over
+// `reduced` dims. An operand of size 1 in a dim steps by 0 through it (a
+// reduction's keepdim outputs, a row kernel's per-row outputs). The outputs
+// order the kept dims, input 0 the reduced ones unless `logical_order`; a row
+// kernel (`row`) always vectorises its first reduced dim. Appends the
+// operands' dtypes and layouts and the ranks to `signature`.
+ReductionLayout lay_out_reduction(const char* op_name, const std::vector<at::Tensor>& operands, int input_count,
+                                  c10::IntArrayRef reduced, bool logical_order, bool row, Signature& signature) {
+  const int count = static_cast<int>(operands.size());
+  TORCH_CHECK(count <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
+  const at::Tensor& reference = operands[0];
+  const int64_t rank = reference.dim();
+  TORCH_INTERNAL_ASSERT(rank <= kMaxDims);
+  for (const at::Tensor& operand : operands) {
+    TORCH_INTERNAL_ASSERT(operand.dim() == rank, op_name, ": operand ranks differ");
+  }
+  std::vector<bool> is_reduced(rank, false);
+  for (int64_t dim : reduced) is_reduced[dim] = true;
+  std::vector<KernelDim> kept, reduced_dims;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    if (reference.size(dim) == 1) continue;
+    KernelDim entry{reference.size(dim), {}};
+    for (int index = 0; index < count; ++index) {
+      const at::Tensor& operand = operands[index];
+      entry.strides[index] = operand.size(dim) == 1 ? 0 : operand.stride(dim);
+    }
+    (is_reduced[dim] ? reduced_dims : kept).push_back(entry);
+  }
+  auto by_stride = [](int operand_index) {
+    return [operand_index](const KernelDim& a, const KernelDim& b) {
+      return std::abs(a.strides[operand_index]) < std::abs(b.strides[operand_index]);
+    };
+  };
+  std::stable_sort(kept.begin(), kept.end(), by_stride(input_count));
+  if (!logical_order) std::stable_sort(reduced_dims.begin(), reduced_dims.end(), by_stride(0));
+  coalesce_dims(kept, count);
+  coalesce_dims(reduced_dims, count);
+  if (reduced_dims.empty()) reduced_dims.push_back(KernelDim{1, {}});
+  ReductionLayout layout;
+  layout.kept_rank = static_cast<int>(kept.size());
+  layout.rank = layout.kept_rank + static_cast<int>(reduced_dims.size());
+  TORCH_CHECK(layout.rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ", ir::kMaxRank,
+              " dims after merging, got ", layout.rank);
+  layout.inner = row || kept.empty() || std::abs(reduced_dims[0].strides[0]) <= std::abs(kept[0].strides[0]);
+  const KernelDim& vector_dim = layout.inner ? reduced_dims[0] : kept[0];
+  for (int dim = 0; dim < layout.rank; ++dim) {
+    const KernelDim& entry = dim < layout.kept_rank ? kept[dim] : reduced_dims[dim - layout.kept_rank];
+    layout.args.sizes[dim] = entry.size;
+    for (int index = 0; index < count; ++index) layout.args.strides[index][dim] = entry.strides[index];
+    (dim < layout.kept_rank ? layout.positions : layout.cost) *= entry.size;
+  }
+  signature.append('|');
+  for (int index = 0; index < count; ++index) {
+    const at::Tensor& tensor = operands[index];
+    const ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
+    const ir::Layout operand_layout = layout_class(vector_dim.strides[index], vector_dim.size);
+    layout.dtypes.push_back(dtype);
+    layout.layouts.push_back(operand_layout);
+    layout.args.data[index] = kernel_data(tensor, op_name);
+    layout.bytes += static_cast<size_t>(tensor.numel()) * tensor.element_size();
+    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(operand_layout));
+    signature.append(index + 1 == input_count ? '>' : ',');
+  }
+  signature.append("|k").append_number(layout.kept_rank).append('r').append_number(layout.rank - layout.kept_rank);
+  signature.append(layout.inner ? 'i' : 'o').append('|');
+  return layout;
+}
+
+// Launches `entry` over `layout`'s kept positions, keeping `operands` alive
+// until it has run.
+void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayout& layout,
+                     const std::vector<at::Tensor>& operands) {
+  LaunchShape shape;
+  shape.positions = layout.positions;
+  shape.cost_per_position = layout.cost;
+  shape.bytes = layout.bytes;
+  launch_kernel_lazily(stream_of(operands.back()), op_name, entry, layout.args, shape, [&]() {
+    return KeepAlive(operands.begin(), operands.end());
+  });
+}
+
 }  // namespace
 
 at::Tensor keepdim_view(const at::Tensor& output, int64_t rank, c10::IntArrayRef reduced) {
@@ -140,78 +236,17 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   if (reduce_in_two_stages(op_name, op_key, inputs, outputs, reduced, scalars, spec)) return;
   record_static_op(op_name, OpPath::kCompiled);
   const int input_count = static_cast<int>(inputs.size());
-  const int operands = input_count + static_cast<int>(outputs.size());
-  TORCH_CHECK(operands <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
-  const at::Tensor& reference = inputs[0];
-  const int64_t rank = reference.dim();
-  TORCH_INTERNAL_ASSERT(rank <= kMaxDims);
-  std::vector<bool> is_reduced(rank, false);
-  for (int64_t dim : reduced) is_reduced[dim] = true;
-
-  auto operand = [&](int index) -> const at::Tensor& {
-    return index < input_count ? inputs[index] : outputs[index - input_count];
-  };
-  for (int index = 0; index < operands; ++index) {
-    TORCH_INTERNAL_ASSERT(operand(index).dim() == rank, op_name, ": operand ranks differ");
-  }
-
-  std::vector<KernelDim> kept, reduced_dims;
-  for (int64_t dim = rank - 1; dim >= 0; --dim) {
-    if (reference.size(dim) == 1) continue;
-    KernelDim entry{reference.size(dim), {}};
-    for (int index = 0; index < operands; ++index) {
-      bool output = index >= input_count;
-      entry.strides[index] = (output && is_reduced[dim]) ? 0 : operand(index).stride(dim);
-    }
-    (is_reduced[dim] ? reduced_dims : kept).push_back(entry);
-  }
-  // Fastest first: outputs decide the order of kept dims, input 0 that of
-  // reduced dims (unless the index must follow the logical order).
-  auto by_stride = [](int operand_index) {
-    return [operand_index](const KernelDim& a, const KernelDim& b) {
-      return std::abs(a.strides[operand_index]) < std::abs(b.strides[operand_index]);
-    };
-  };
-  std::stable_sort(kept.begin(), kept.end(), by_stride(input_count));
-  if (!spec.logical_order) std::stable_sort(reduced_dims.begin(), reduced_dims.end(), by_stride(0));
-  coalesce_dims(kept, operands);
-  coalesce_dims(reduced_dims, operands);
-  if (reduced_dims.empty()) reduced_dims.push_back(KernelDim{1, {}});
-  const int kept_rank = static_cast<int>(kept.size());
-  const int kernel_rank = kept_rank + static_cast<int>(reduced_dims.size());
-  TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
-              ir::kMaxRank, " dims after merging, got ", kernel_rank);
-  bool inner = kept.empty() ||
-               std::abs(reduced_dims[0].strides[0]) <= std::abs(kept[0].strides[0]);
-  const KernelDim& vector_dim = inner ? reduced_dims[0] : kept[0];
-
-  LaunchArgs args{};  // unused operands read as null (foreach_ops.cc replays captures)
-  int64_t positions = 1, cost = 1;
-  for (int dim = 0; dim < kernel_rank; ++dim) {
-    const KernelDim& entry = dim < kept_rank ? kept[dim] : reduced_dims[dim - kept_rank];
-    args.sizes[dim] = entry.size;
-    for (int index = 0; index < operands; ++index) args.strides[index][dim] = entry.strides[index];
-    (dim < kept_rank ? positions : cost) *= entry.size;
-  }
-
+  std::vector<at::Tensor> operand_list(inputs.begin(), inputs.end());
+  operand_list.insert(operand_list.end(), outputs.begin(), outputs.end());
+  const int operands = static_cast<int>(operand_list.size());
   Signature signature(op_key);
-  signature.append('|');
-  std::vector<ir::DType> dtypes;
-  std::vector<ir::Layout> layouts;
-  size_t bytes = 0;
-  for (int index = 0; index < operands; ++index) {
-    const at::Tensor& tensor = operand(index);
-    ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
-    ir::Layout layout = layout_class(vector_dim.strides[index], vector_dim.size);
-    dtypes.push_back(dtype);
-    layouts.push_back(layout);
-    args.data[index] = kernel_data(tensor, op_name);
-    bytes += static_cast<size_t>(tensor.numel()) * tensor.element_size();
-    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout));
-    signature.append(index + 1 == input_count ? '>' : ',');
-  }
-  signature.append("|k").append_number(kept_rank).append('r').append_number(kernel_rank - kept_rank);
-  signature.append(inner ? 'i' : 'o').append('|');
+  ReductionLayout layout =
+      lay_out_reduction(op_name, operand_list, input_count, reduced, spec.logical_order, false, signature);
+  LaunchArgs& args = layout.args;
+  const int kept_rank = layout.kept_rank, kernel_rank = layout.rank;
+  const bool inner = layout.inner;
+  const std::vector<ir::DType>& dtypes = layout.dtypes;
+  const std::vector<ir::Layout>& layouts = layout.layouts;
   std::vector<ir::DType> scalar_dtypes;
   int slot = 0;
   for (const c10::Scalar& value : scalars) {
@@ -255,15 +290,42 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     kernel.fixed_shape = fixed;
     return kernel;
   });
-  LaunchShape shape;
-  shape.positions = positions;
-  shape.cost_per_position = cost;
-  shape.bytes = bytes;
-  launch_kernel_lazily(stream_of(outputs[0]), op_name, entry, args, shape, [&]() {
-    KeepAlive keep_alive;
-    for (int index = 0; index < operands; ++index) keep_alive.push_back(operand(index));
-    return keep_alive;
+  launch_laid_out(op_name, entry, layout, operand_list);
+}
+
+void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
+                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body) {
+  record_static_op(op_name, OpPath::kCompiled);
+  const int input_count = static_cast<int>(inputs.size());
+  std::vector<at::Tensor> operand_list(inputs.begin(), inputs.end());
+  operand_list.insert(operand_list.end(), outputs.begin(), outputs.end());
+  for (const at::Tensor& operand : operand_list) {
+    TORCH_INTERNAL_ASSERT(operand.sizes().equals(operand_list[0].sizes()), op_name, ": operand sizes differ");
+  }
+  Signature signature(op_key);
+  const ReductionLayout layout = lay_out_reduction(op_name, operand_list, input_count, reduced, false, true, signature);
+  const ir::FixedShape fixed = fix_shape(signature, layout.args, layout.rank, static_cast<int>(operand_list.size()));
+  KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
+    ir::Builder builder(std::string(op_key), ir::KernelKind::kRow, layout.rank);
+    builder.set_kept_rank(layout.kept_rank);
+    std::vector<ir::ValueId> loads;
+    std::vector<int> output_indices;
+    for (size_t index = 0; index < operand_list.size(); ++index) {
+      if (static_cast<int>(index) < input_count) {
+        loads.push_back(builder.load(builder.add_input(layout.dtypes[index], layout.layouts[index])));
+      } else {
+        output_indices.push_back(builder.add_output(layout.dtypes[index], layout.layouts[index]));
+      }
+    }
+    std::vector<ir::ValueId> results = body(builder, loads);
+    TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name,
+                          ": the row kernel returned the wrong number of values");
+    for (size_t output = 0; output < results.size(); ++output) builder.store(output_indices[output], results[output]);
+    ir::Kernel kernel = builder.finish();
+    kernel.fixed_shape = fixed;
+    return kernel;
   });
+  launch_laid_out(op_name, entry, layout, operand_list);
 }
 
 }  // namespace kiln::torch_integration::compiled

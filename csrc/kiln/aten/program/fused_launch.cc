@@ -2,7 +2,6 @@
 
 #include "kiln/aten/compiled/elementwise.h"
 #include "kiln/aten/compiled/reduction.h"
-#include "kiln/aten/compiled/row_reduction.h"
 
 namespace kiln::torch_integration::program {
 namespace {

@@ -178,25 +178,18 @@ class Fuser {
     row_value_[n] = true;
     if (producer >= 0) {
       Group& group = groups_[producer];
-      if (!group.sealed && group.kind == ir::KernelKind::kPointwise && group.sizes == input_sizes &&
-          read_only_inside(group, n) && fits_operands(producer, n)) {
-        group.kind = ir::KernelKind::kReduction;
-        group.reduction_node = n;
-        group.reduced_dims = node.reduced_dims;
-        // The kernels of its other inputs now have a reader outside: a node
-        // joining one later would move it after this kernel, which reads it.
-        seal_producers(node, producer);
-        join(n, producer);
-        return;
-      }
-      if (takes_stage(producer, n)) {
-        if (group.kind != ir::KernelKind::kPointwise) {
-          group.kind = ir::KernelKind::kRow;
-        } else {
-          group.kind = ir::KernelKind::kRow;
+      // A pointwise producer only this reduction reads becomes its prologue;
+      // otherwise a row kernel may take the reduction in as a stage.
+      const bool prologue = !group.sealed && group.kind == ir::KernelKind::kPointwise && group.sizes == input_sizes &&
+                            read_only_inside(group, n) && fits_operands(producer, n);
+      if (prologue || takes_stage(producer, n)) {
+        if (group.kind == ir::KernelKind::kPointwise) {
           group.reduction_node = n;
           group.reduced_dims = node.reduced_dims;
         }
+        group.kind = prologue ? ir::KernelKind::kReduction : ir::KernelKind::kRow;
+        // The kernels of its other inputs now have a reader outside: a node
+        // joining one later would move it after this kernel, which reads it.
         seal_producers(node, producer);
         join(n, producer);
         return;

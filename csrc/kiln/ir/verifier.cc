@@ -252,8 +252,13 @@ class Verifier {
       return fail("a row kernel needs 0 <= kept_rank < rank");
     }
     const int stage_count = static_cast<int>(kernel_.stages.size());
-    // after[i]: 1 + the last stage node i reads (0: none).
+    for (int s = 0; s < stage_count; ++s) {
+      if (!valid(kernel_.stages[s].input)) return fail("stage " + std::to_string(s) + " has no input value");
+    }
+    // after[i]: 1 + the last stage node i reads (0: none); element[i]: node
+    // i reads a tensor element.
     std::vector<int> after(kernel_.nodes.size(), 0);
+    std::vector<bool> element(kernel_.nodes.size(), false);
     for (size_t index = 0; index < kernel_.nodes.size(); ++index) {
       const Node& node = kernel_.nodes[index];
       std::string where = "%" + std::to_string(index) + " (" + opcode_name(node.op) + ")";
@@ -267,26 +272,20 @@ class Verifier {
         }
         after[index] = static_cast<int>(node.integer) + 1;
       }
+      element[index] = node.op == OpCode::kLoad;
       for (int slot = 0; slot < opcode_arity(node.op); ++slot) {
         after[index] = std::max(after[index], after[node.args[slot]]);
+        element[index] = element[index] || element[node.args[slot]];
       }
     }
-    std::vector<bool> element(kernel_.nodes.size(), false);
     for (size_t output = 0; output < kernel_.outputs.size(); ++output) {
-      reach(kernel_.results[output], element);
-      bool loads = false;
-      for (size_t index = 0; index < element.size(); ++index) {
-        loads = loads || (element[index] && kernel_.nodes[index].op == OpCode::kLoad);
-      }
-      element.assign(element.size(), false);
-      if (loads && kernel_.outputs[output].layout == Layout::kBroadcast) {
+      if (element[kernel_.results[output]] && kernel_.outputs[output].layout == Layout::kBroadcast) {
         return fail("output " + std::to_string(output) + " stores element values but is broadcast along the row");
       }
     }
     for (int s = 0; s < stage_count; ++s) {
       const Reduction& stage = kernel_.stages[s];
       const std::string where = "stage " + std::to_string(s);
-      if (!valid(stage.input)) return fail(where + " has no input value");
       if (!stage.inner) return fail(where + " is not a row reduction");
       if (stage.op == ReduceOp::kArgMax || stage.op == ReduceOp::kArgMin) return fail(where + ": no argmax/argmin");
       if (after[stage.input] > s) return fail(where + " reads its own or a later stage's result");

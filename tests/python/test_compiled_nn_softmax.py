@@ -73,6 +73,38 @@ def test_large_rows_split_over_threads():
     compiled_only(lambda: check(torch.log_softmax, x, 0))
 
 
+def kernels_launched(fn):
+    """The number of kernels fn() launches (kernel cache lookups), after a
+    warm-up call that compiles them."""
+    fn()
+    torch.kiln.synchronize()
+    torch_kiln._C._reset_compiler_stats()
+    fn()
+    torch.kiln.synchronize()
+    return torch_kiln._C._compiler_stats()["memory_hits"]
+
+
+@pytest.mark.parametrize("op", OPS, ids=IDS)
+def test_rows_along_the_fastest_dim_run_as_one_kernel(op):
+    # (shape, dim, kernels forward, kernels backward): a row kernel takes rows
+    # of neighbours, many rows or few elements in all; few long rows and
+    # strided rows take a maximum, a sum and an elementwise kernel.
+    cases = [((64, 10), 1, 1, 1), ((4, 6, 33), 2, 1, 1), ((4, 6, 33), 1, 3, 2), ((64, 10), 0, 3, 2),
+             ((2, 40000), 1, 3, 2)]
+    for shape, dim, forward, backward in cases:
+        x = make(shape, torch.float32)
+        grad = make(shape, torch.float32)
+        x_kiln, grad_kiln = to_kiln(x), to_kiln(grad)
+        assert kernels_launched(lambda: op(x_kiln, dim)) == forward, (shape, dim)
+        output = op(x_kiln, dim)
+        backward_op = (torch.ops.aten._softmax_backward_data if op is torch.softmax
+                       else torch.ops.aten._log_softmax_backward_data)
+        assert kernels_launched(lambda: backward_op(grad_kiln, output, dim, torch.float32)) == backward, (shape, dim)
+        compiled_only(lambda: check(op, x, dim, message=f"{shape} dim {dim}"))
+        compiled_only(lambda: assert_same(grads(op, x, dim, grad), grads(op, x_kiln, dim, grad_kiln),
+                                          f"{shape} dim {dim}"))
+
+
 def grads(op, x, dim, grad):
     leaf = x.detach().clone().requires_grad_()
     op(leaf, dim).backward(grad)

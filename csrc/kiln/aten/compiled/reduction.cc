@@ -294,7 +294,8 @@ void launch_reduction(const char* op_name, std::string_view op_key,
 }
 
 void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
-                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body) {
+                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body,
+                          bool fixed_shape) {
   record_static_op(op_name, OpPath::kCompiled);
   const int input_count = static_cast<int>(inputs.size());
   std::vector<at::Tensor> operand_list(inputs.begin(), inputs.end());
@@ -304,7 +305,8 @@ void launch_row_reduction(const char* op_name, std::string_view op_key, c10::Arr
   }
   Signature signature(op_key);
   const ReductionLayout layout = lay_out_reduction(op_name, operand_list, input_count, reduced, false, true, signature);
-  const ir::FixedShape fixed = fix_shape(signature, layout.args, layout.rank, static_cast<int>(operand_list.size()));
+  ir::FixedShape fixed;
+  if (fixed_shape) fixed = fix_shape(signature, layout.args, layout.rank, static_cast<int>(operand_list.size()));
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kRow, layout.rank);
     builder.set_kept_rank(layout.kept_rank);

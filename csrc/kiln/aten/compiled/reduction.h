@@ -51,18 +51,22 @@ void launch_reduction(const char* op_name, std::string_view op_key,
                       const ReductionSpec& spec);
 
 // Row kernels (ir/kernel.h, KernelKind::kRow), for the graph compiler's fused
-// softmax and layer norm kernels: each row (the reduced dims) folded in
-// several stages, values stored per row and per element. The inputs and the
-// per-element outputs have one shape (the inputs expanded to it); the per-row
-// outputs are expanded to it too (stride 0 along the row). `body` builds the
-// kernel's values into a kRow builder with the inputs and outputs added,
-// from one load per input, adding the stages with Builder::reduce_stage, and
-// returns one value per output. The kernel is specialised to the launch's
-// sizes and strides (ir::FixedShape).
+// softmax and layer norm kernels and the eager softmax, log_softmax and layer
+// norm: each row (the reduced dims) folded in several stages, values stored
+// per row and per element. The inputs and the per-element outputs have one
+// shape (the inputs expanded to it); the per-row outputs are expanded to it
+// too (stride 0 along the row). `body` builds the kernel's values into a kRow
+// builder with the inputs and outputs added, from one load per input, adding
+// the stages with Builder::reduce_stage, and returns one value per output.
+// With `fixed_shape` the kernel is specialised to the launch's sizes and
+// strides (ir::FixedShape), which also lets it keep a row's values for a
+// later pass; without, one kernel serves every shape of the launch's ranks and
+// layouts, as eager ops need.
 using RowKernelBody = std::function<std::vector<ir::ValueId>(ir::Builder& builder,
                                                               const std::vector<ir::ValueId>& loads)>;
 void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
-                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body);
+                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body,
+                          bool fixed_shape);
 
 // The keepdim view of `output` for a reduction of a tensor of rank `rank` over
 // `reduced` (output has the reduced dims removed when keepdim was false).

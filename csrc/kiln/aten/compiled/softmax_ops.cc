@@ -7,10 +7,13 @@
 #include <ATen/ops/_softmax_meta.h>
 #include <ATen/ops/empty.h>
 
+#include <initializer_list>
+
 #include "kiln/aten/compiled/elementwise.h"
 #include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/compiled/reduction.h"
 #include "kiln/aten/compiled/structured_outputs.h"
+#include "kiln/compiler/row_kernel_policy.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -42,6 +45,40 @@ at::Tensor row_buffer(const at::Tensor& reference, int64_t dim, at::ScalarType t
   return at::empty(sizes, reference.options().dtype(type));
 }
 
+// Whether a softmax of `tensors` along `dim` runs as one row kernel: `dim` is
+// their fastest dim in memory, so each row is a run of neighbours, and the
+// rows suit a row kernel (row_kernel_policy.h). Otherwise it runs as a row
+// maximum, a row sum and an elementwise kernel, whose reductions also suit
+// columns and few long rows.
+bool rows_suit_row_kernel(std::initializer_list<at::Tensor> tensors, int64_t dim) {
+  const at::Tensor& first = *tensors.begin();
+  for (const at::Tensor& tensor : tensors) {
+    if (tensor.stride(dim) != 1) return false;
+  }
+  const int64_t row = first.size(dim);
+  return compiler::suits_row_kernel(first.numel() / row, row);
+}
+
+// softmax or log_softmax of `x` along `dim` into `y` as one row kernel: the
+// maximum and the sum of exponentials are its two stages, and the same
+// arithmetic as the three-kernel path below gives the same values.
+void softmax_rows(const char* op_name, bool log, const at::Tensor& x, int64_t dim, ir::DType compute,
+                  const at::Tensor& y) {
+  const int64_t reduced[] = {dim};
+  launch_row_reduction(
+      op_name, log ? "log_softmax_row" : "softmax_row", {x}, {y}, reduced,
+      [log, compute](ir::Builder& builder, const std::vector<ir::ValueId>& loads) -> std::vector<ir::ValueId> {
+        ir::ValueId value = builder.cast(loads[0], compute);
+        ir::ValueId max = builder.stage_result(builder.reduce_stage(ReduceOp::kMax, value));
+        ir::ValueId shifted = builder.binary(OpCode::kSubtract, value, max);
+        ir::ValueId exponential = builder.unary(OpCode::kExp, shifted);
+        ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, exponential));
+        if (log) return {builder.binary(OpCode::kSubtract, shifted, builder.unary(OpCode::kLog, sum))};
+        return {builder.binary(OpCode::kMultiply, exponential, builder.unary(OpCode::kReciprocal, sum))};
+      },
+      /*fixed_shape=*/false);
+}
+
 void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_t dim,
                   bool half_to_float, const at::Tensor& output) {
   // CUDA's rule: only float16 widens to float32.
@@ -56,6 +93,10 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
   dim = c10::maybe_wrap_dim(dim, x.dim());
   const at::ScalarType accumulate = accumulate_type(x.scalar_type());
   const ir::DType compute = require_ir_dtype(accumulate, op_name);
+  if (rows_suit_row_kernel({x}, dim)) {
+    softmax_rows(op_name, log, x, dim, compute, y);
+    return;
+  }
   const int64_t reduced[] = {dim};
 
   at::Tensor max = row_buffer(x, dim, accumulate);
@@ -98,6 +139,27 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
 
 // softmax: grad_input = output * (grad - sum(grad * output));
 // log_softmax: grad_input = grad - exp(output) * sum(grad).
+// As one row kernel, where rows_suit_row_kernel says so: the sum is its stage.
+void softmax_backward_rows(const char* op_name, bool log, const at::Tensor& grad, const at::Tensor& output,
+                           int64_t dim, ir::DType compute, const at::Tensor& grad_input) {
+  const int64_t reduced[] = {dim};
+  launch_row_reduction(
+      op_name, log ? "log_softmax_backward_row" : "softmax_backward_row", {grad, output}, {grad_input}, reduced,
+      [log, compute](ir::Builder& builder, const std::vector<ir::ValueId>& loads) -> std::vector<ir::ValueId> {
+        ir::ValueId grad_value = builder.cast(loads[0], compute);
+        ir::ValueId output_value = builder.cast(loads[1], compute);
+        if (log) {
+          ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, grad_value));
+          ir::ValueId scaled = builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, output_value), sum);
+          return {builder.binary(OpCode::kSubtract, grad_value, scaled)};
+        }
+        ir::ValueId product = builder.binary(OpCode::kMultiply, grad_value, output_value);
+        ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, product));
+        return {builder.binary(OpCode::kMultiply, output_value, builder.binary(OpCode::kSubtract, grad_value, sum))};
+      },
+      /*fixed_shape=*/false);
+}
+
 void softmax_backward_into(const char* op_name, bool log, const at::Tensor& grad,
                            const at::Tensor& output, int64_t dim, const at::Tensor& grad_input) {
   check_same_device({grad, output, grad_input});
@@ -116,6 +178,10 @@ void softmax_backward_into(const char* op_name, bool log, const at::Tensor& grad
   const bool wide = g.scalar_type() == at::kDouble || o.scalar_type() == at::kDouble;
   const at::ScalarType accumulate = wide ? at::kDouble : at::kFloat;
   const ir::DType compute = wide ? ir::DType::kFloat64 : ir::DType::kFloat32;
+  if (rows_suit_row_kernel({g, o}, dim)) {
+    softmax_backward_rows(op_name, log, g, o, dim, compute, result);
+    return;
+  }
   const int64_t reduced[] = {dim};
 
   at::Tensor sum = row_buffer(g, dim, accumulate);

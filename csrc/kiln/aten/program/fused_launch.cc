@@ -121,7 +121,8 @@ void launch_fused_row(const compiler::FusedKernel& kernel, std::string_view op_k
   compiled::launch_row_reduction(kFusedRowName, op_key, inputs, full_outputs, reduced,
                                  [&](ir::Builder& builder, const std::vector<ir::ValueId>& loads) {
                                    return pick(replay(builder, kernel.expression, loads, &kernel), kernel.results);
-                                 });
+                                 },
+                                 /*fixed_shape=*/true);
 }
 
 }  // namespace kiln::torch_integration::program

@@ -201,8 +201,7 @@ class Fuser {
   }
 
   // True when rows of `sizes` reduced over `dims` suit a row kernel: `dims`
-  // are the last dims, a row has more than one element, and there are at
-  // least kMinRowKernelRows rows or too few elements to share between threads.
+  // are the last dims, and the rows suit one (row_kernel_policy.h).
   static bool row_shape(const std::vector<int64_t>& sizes, const std::vector<int>& dims) {
     const int rank = static_cast<int>(sizes.size());
     int64_t row = 1, rows = 1;
@@ -212,7 +211,7 @@ class Fuser {
     for (int dim = 0; dim < rank; ++dim) {
       (dim >= rank - static_cast<int>(dims.size()) ? row : rows) *= sizes[dim];
     }
-    return !dims.empty() && row > 1 && (rows >= kMinRowKernelRows || rows * row <= kSmallRowKernelElements);
+    return !dims.empty() && suits_row_kernel(rows, row);
   }
 
   bool group_positionless(const Group& group) const {

@@ -20,7 +20,7 @@
 // row's sizes that read its values, element by element (a row value, such as
 // the maximum, broadcast along the row). Rows shorter than two elements, and
 // fewer than kMinRowKernelRows rows of more than kSmallRowKernelElements
-// elements in all, stay plain reductions.
+// elements in all, stay plain reductions (row_kernel_policy.h).
 //
 // Values computed inside a kernel and read only there are never stored. The
 // fused expression of a kernel is one fragment (graph.h's dialect) over the
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/compiler/row_kernel_policy.h"
 #include "kiln/ir/graph.h"
 
 namespace kiln::compiler {
@@ -55,13 +56,6 @@ struct FusedKernel {
   std::vector<ir::ReduceOp> stage_ops;
   std::vector<int> nodes;             // graph nodes it computes, in order
 };
-
-// A row kernel runs each row on one thread: fewer rows than this leave too
-// few to share between threads, and such a reduction stays a plain one, which
-// splits long rows. Up to kSmallRowKernelElements elements run on one thread
-// anyway (twice ATen's grain size, kernel_launch.cc).
-constexpr int64_t kMinRowKernelRows = 32;
-constexpr int64_t kSmallRowKernelElements = 65536;
 
 struct ProgramStep {
   enum class Kind : uint8_t { kKernel, kExtern } kind = Kind::kKernel;

@@ -124,6 +124,50 @@ TEST(RowCodegenTest, LayerNormOverTwoReducedDims) {
   }
 }
 
+TEST(RowCodegenTest, IndexedLoadsAreElementValues) {
+  // Each element reads x at an offset from an int64 input: here the mirrored
+  // element of its row. Output 0: that value minus the row's maximum of
+  // them; output 1: the maximum, once per row. An indexed load whose offset
+  // reads no element (a constant) is an element value too.
+  Builder builder("mirrored", KernelKind::kRow, 2);
+  builder.set_kept_rank(1);
+  ValueId offset = builder.load(builder.add_input(DType::kInt64, Layout::kContiguous));
+  const int x_input = builder.add_input(DType::kFloat32, Layout::kContiguous);
+  ValueId mirrored = builder.indexed_load(x_input, offset);
+  ValueId here = builder.indexed_load(x_input, builder.constant(0, DType::kInt64));
+  ValueId maximum = builder.stage_result(builder.reduce_stage(ReduceOp::kMax, mirrored));
+  builder.store(builder.add_output(DType::kFloat32, Layout::kContiguous),
+                builder.binary(OpCode::kAdd, builder.binary(OpCode::kSubtract, mirrored, maximum), here));
+  builder.store(builder.add_output(DType::kFloat32, Layout::kBroadcast), maximum);
+  Kernel kernel = builder.finish();
+  ASSERT_TRUE(verify(kernel).ok()) << verify(kernel).message();
+  KernelEntry entry = compile_kernel(kernel);
+  ASSERT_NE(entry, nullptr);
+  const int64_t rows = 3;
+  for (int64_t length : {1, 7, 16, 33}) {
+    std::vector<int64_t> offsets(rows * length);
+    std::vector<float> x(rows * length), out(rows * length, -1.0f), maximum(rows, -1.0f);
+    for (int64_t i = 0; i < rows * length; ++i) {
+      const int64_t j = i % length;
+      offsets[i] = (length - 1 - j) - j;
+      x[i] = static_cast<float>((i * 37) % 23) - 11.0f;
+    }
+    LaunchBuilder launch({rows, length});
+    launch.operand(offsets.data(), {length, 1}).operand(x.data(), {length, 1});
+    launch.operand(out.data(), {length, 1}).operand(maximum.data(), {1, 0});
+    entry(&launch.args, 0, rows);
+    for (int64_t row = 0; row < rows; ++row) {
+      float best = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < length; ++j) best = std::max(best, x[row * length + j]);
+      EXPECT_EQ(maximum[row], best) << "row " << row << " of length " << length;
+      for (int64_t j = 0; j < length; ++j) {
+        EXPECT_EQ(out[row * length + j], x[row * length + length - 1 - j] - best + x[row * length + j])
+            << "row " << row << " element " << j << " of length " << length;
+      }
+    }
+  }
+}
+
 TEST(RowCodegenTest, VerifierRefusesStagesReadingLaterResultsAndElementsStoredPerRow) {
   {
     Builder builder("own_result", KernelKind::kRow, 2);

@@ -113,6 +113,17 @@ def compiled_only(fn):
     return result
 
 
+def kernels_launched(fn):
+    """The number of kernels fn() launches on kiln (kernel cache lookups),
+    after a warm-up call that compiles them."""
+    fn()
+    torch.kiln.synchronize()
+    torch_kiln._C._reset_compiler_stats()
+    fn()
+    torch.kiln.synchronize()
+    return torch_kiln._C._compiler_stats()["memory_hits"]
+
+
 def check_with_gradient(fn, base, backward=True, only_compiled=True):
     """fn(base) on the CPU and on a kiln copy, compared; with `backward` (and a
     floating base) the gradients of base for one random cotangent too. With

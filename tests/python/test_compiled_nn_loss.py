@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_kiln
-from differential import FLOATING, assert_same, check, compiled_only, make, to_kiln
+from differential import FLOATING, assert_same, check, compiled_only, kernels_launched, make, to_kiln
 
 REDUCTIONS = ["none", "mean", "sum"]
 
@@ -81,6 +81,29 @@ def test_out_of_range_target_raises_index_error_on_an_idle_stream(reduction):
             F.nll_loss(x, t, reduction=reduction)
     # ignore_index is not a class and is not out of bounds.
     F.nll_loss(x, torch.tensor([0, 7, 2]).to("kiln"), ignore_index=7, reduction=reduction).cpu()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_few_targets_take_one_kernel_and_many_take_three(reduction):
+    # Up to 65536 targets: the bound check, total weight and loss are the
+    # stages of one row kernel; more: three reductions, split over threads.
+    for count, kernels in ((64, 1), (70000, 3)):
+        x = make((count, 3), torch.float32)
+        t = targets((count,), 3, ignore=-100)
+        weight = make((3,), torch.float32, low=0.5, high=1.5)
+        x_kiln, t_kiln, weight_kiln = to_kiln(x), to_kiln(t), to_kiln(weight)
+        assert kernels_launched(lambda: F.nll_loss(x_kiln, t_kiln, reduction=reduction)) == kernels, count
+        for w in (None, weight):
+            compiled_only(lambda: check(F.nll_loss, x, t, w, reduction=reduction, message=f"{count} targets"))
+        bad = t.clone()
+        bad[-1] = 3
+        bad_kiln = to_kiln(bad)
+        torch.kiln.synchronize()
+        # Many targets split over threads leave the stream busy: the check
+        # then reports at the next sync.
+        with pytest.raises((IndexError, RuntimeError), match="Target 3 is out of bounds."):
+            F.nll_loss(x_kiln, bad_kiln, weight_kiln, reduction=reduction)
+            torch.kiln.synchronize()
 
 
 def test_out_of_range_target_on_a_busy_stream_is_reported_at_the_next_sync():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import torch_kiln
-from differential import FLOATING, assert_same, check, compiled_only, make, to_kiln, variants
+from differential import FLOATING, assert_same, check, compiled_only, kernels_launched, make, to_kiln, variants
 
 OPS = [torch.softmax, torch.log_softmax]
 IDS = ["softmax", "log_softmax"]
@@ -71,17 +71,6 @@ def test_large_rows_split_over_threads():
     x = make((64, 4096), torch.float32)
     compiled_only(lambda: check(torch.softmax, x, 1))
     compiled_only(lambda: check(torch.log_softmax, x, 0))
-
-
-def kernels_launched(fn):
-    """The number of kernels fn() launches (kernel cache lookups), after a
-    warm-up call that compiles them."""
-    fn()
-    torch.kiln.synchronize()
-    torch_kiln._C._reset_compiler_stats()
-    fn()
-    torch.kiln.synchronize()
-    return torch_kiln._C._compiler_stats()["memory_hits"]
 
 
 @pytest.mark.parametrize("op", OPS, ids=IDS)

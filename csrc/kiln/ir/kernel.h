@@ -20,8 +20,8 @@
 // turn, as a softmax or a layer norm does: `stages[s]` folds nodes[stages[s].input]
 // over the row, and kAccumulator with `integer` s reads its result, in the
 // values of later stages and in the results. A value that reads no tensor
-// element is a row value, computed once per row; every other is an element
-// value. An output broadcast along the row (stride 0 through the reduced
+// element (load or indexed load) is a row value, computed once per row; every
+// other is an element value. An output broadcast along the row (stride 0 through the reduced
 // dims) stores a row value once per row; the others store at every element.
 #pragma once
 

@@ -262,7 +262,8 @@ class Verifier {
     for (size_t index = 0; index < kernel_.nodes.size(); ++index) {
       const Node& node = kernel_.nodes[index];
       std::string where = "%" + std::to_string(index) + " (" + opcode_name(node.op) + ")";
-      if (reads_element(node.op) && node.op != OpCode::kLoad) return fail(where + " is not allowed in a row kernel");
+      const bool reads_tensor = node.op == OpCode::kLoad || node.op == OpCode::kIndexedLoad;
+      if (reads_element(node.op) && !reads_tensor) return fail(where + " is not allowed in a row kernel");
       if (node.op == OpCode::kAccumulatorIndex) return fail(where + ": row kernels have no index results");
       if (node.op == OpCode::kAccumulator) {
         if (node.integer < 0 || node.integer >= stage_count) return fail(where + " reads a missing stage");
@@ -272,7 +273,7 @@ class Verifier {
         }
         after[index] = static_cast<int>(node.integer) + 1;
       }
-      element[index] = node.op == OpCode::kLoad;
+      element[index] = reads_tensor;
       for (int slot = 0; slot < opcode_arity(node.op); ++slot) {
         after[index] = std::max(after[index], after[node.args[slot]]);
         element[index] = element[index] || element[node.args[slot]];

@@ -14,6 +14,7 @@
 #include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/compiled/reduction.h"
 #include "kiln/aten/compiled/structured_outputs.h"
+#include "kiln/compiler/row_kernel_policy.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -99,8 +100,31 @@ ValueId weighted_loss(ir::Builder& builder, const Target& target, DType storage)
   return builder.unary(OpCode::kNegate, product);
 }
 
-// Raises "Target 7 is out of bounds." (see loss_ops.h) for a target that is
-// neither ignore_index nor a class.
+// The target's bound violation at one position, folded by maximum: the
+// target when it is neither ignore_index nor a class (kNoViolation + 1 for a
+// target of exactly kNoViolation), else kNoViolation.
+ValueId bound_violation(ir::Builder& builder, ValueId target_value, ValueId classes, ValueId ignore_index,
+                        ValueId none, ValueId none_plus_one) {
+  ValueId value = builder.cast(target_value, DType::kInt64);
+  ValueId bad = builder.binary(
+      OpCode::kLogicalAnd, builder.binary(OpCode::kNotEqual, value, ignore_index),
+      builder.binary(OpCode::kLogicalOr, builder.binary(OpCode::kLess, value, builder.constant(0, DType::kInt64)),
+                     builder.binary(OpCode::kGreaterEqual, value, classes)));
+  return builder.select(bad, builder.binary(OpCode::kMaximum, value, none_plus_one), none);
+}
+
+// Raises "Target 7 is out of bounds." (see loss_ops.h) when `worst`, the
+// folded bound_violation, names a target.
+void raise_for_violation(const char* op_name, const at::Tensor& worst) {
+  check_device_value(op_name, worst, ErrorType::kIndexError,
+                     [](int64_t value) -> std::optional<std::string> {
+                       if (value == kNoViolation) return std::nullopt;
+                       return "Target " + std::to_string(value) + " is out of bounds.";
+                     });
+}
+
+// Raises "Target 7 is out of bounds." for a target that is neither
+// ignore_index nor a class.
 void check_targets(const char* op_name, const at::Tensor& target, int64_t classes,
                    int64_t ignore_index) {
   if (target.numel() == 0) return;
@@ -111,24 +135,62 @@ void check_targets(const char* op_name, const at::Tensor& target, int64_t classe
   ReductionSpec spec;
   spec.op = ir::ReduceOp::kMax;
   spec.element = [](ReductionContext& context) {
-    ir::Builder& builder = context.builder;
-    ValueId value = builder.cast(context.inputs[0], DType::kInt64);
-    ValueId bad = builder.binary(
-        OpCode::kLogicalAnd, builder.binary(OpCode::kNotEqual, value, context.scalars[1]),
-        builder.binary(OpCode::kLogicalOr,
-                       builder.binary(OpCode::kLess, value, builder.constant(0, DType::kInt64)),
-                       builder.binary(OpCode::kGreaterEqual, value, context.scalars[0])));
-    ValueId reported = builder.binary(OpCode::kMaximum, value, context.scalars[3]);
-    return builder.select(bad, reported, context.scalars[2]);
+    const std::vector<ValueId>& scalars = context.scalars;
+    return bound_violation(context.builder, context.inputs[0], scalars[0], scalars[1], scalars[2], scalars[3]);
   };
   c10::Scalar scalars[] = {classes, ignore_index, kNoViolation, kNoViolation + 1};
   launch_reduction(op_name, "nll_loss_target_bounds", {input}, {keepdim_view(worst, input.dim(), dims)},
                    dims, scalars, spec);
-  check_device_value(op_name, worst, ErrorType::kIndexError,
-                     [](int64_t value) -> std::optional<std::string> {
-                       if (value == kNoViolation) return std::nullopt;
-                       return "Target " + std::to_string(value) + " is out of bounds.";
-                     });
+  raise_for_violation(op_name, worst);
+}
+
+// One loss term: -input[target] * weight[target], 0 where the target is
+// ignored and NaN where it is out of range.
+ValueId loss_term(ir::Builder& builder, const Target& picked, DType storage) {
+  ValueId loss = weighted_loss(builder, picked, storage);
+  ValueId zero = builder.constant(0, builder.dtype_of(loss));
+  ValueId nan = builder.constant(std::numeric_limits<double>::quiet_NaN(), builder.dtype_of(loss));
+  return builder.select(picked.ignored, zero, builder.select(picked.in_range, loss, nan));
+}
+
+// The mean or sum forward over few enough targets for one thread
+// (row_kernel_policy.h), as one row kernel over all of them: the bound check,
+// the total weight and the loss are its three stages, so the loss takes one
+// launch where the kernels below take three. `inputs` as read_target's, at
+// least 1-D; `output` and `total_weight` 0-dim.
+void nll_reduced_as_one_row(const char* op_name, c10::ArrayRef<at::Tensor> inputs, bool has_weight, bool mean,
+                            DType storage, c10::ArrayRef<c10::Scalar> loss_scalars, const at::Tensor& output,
+                            const at::Tensor& total_weight) {
+  const at::IntArrayRef sizes = inputs[0].sizes();
+  c10::DimVector dims;
+  for (int64_t dim = 0; dim < inputs[0].dim(); ++dim) dims.push_back(dim);
+  at::Tensor worst = at::empty({}, inputs[0].options().dtype(at::kLong));
+  auto whole = [&](const at::Tensor& scalar) { return broadcast_first(scalar, sizes); };
+  c10::SmallVector<c10::Scalar, kScalarCount + 2> scalars(loss_scalars.begin(), loss_scalars.end());
+  scalars.push_back(kNoViolation);
+  scalars.push_back(kNoViolation + 1);
+  const char* key = mean ? (has_weight ? "nll_loss_mean_weight_row" : "nll_loss_mean_row")
+                         : (has_weight ? "nll_loss_sum_weight_row" : "nll_loss_sum_row");
+  launch_row_reduction(
+      op_name, key, inputs, {whole(worst), whole(total_weight), whole(output)}, dims, scalars,
+      [has_weight, mean, storage](ir::Builder& builder, const std::vector<ValueId>& loads,
+                                  const std::vector<ValueId>& scalar_values) -> std::vector<ValueId> {
+        ValueId worst_value = builder.stage_result(builder.reduce_stage(
+            ir::ReduceOp::kMax, bound_violation(builder, loads[0], scalar_values[kClasses], scalar_values[kIgnoreIndex],
+                                                scalar_values[kScalarCount], scalar_values[kScalarCount + 1])));
+        Target picked = read_target(builder, loads, scalar_values, has_weight);
+        ValueId counted = builder.select(picked.counted, picked.weight,
+                                         builder.constant(0, builder.dtype_of(picked.weight)));
+        ValueId total = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, counted));
+        ValueId term = loss_term(builder, picked, storage);
+        // The total weight as the three-kernel path reads it back: rounded to
+        // the input's dtype.
+        if (mean) term = builder.binary(OpCode::kDivide, term, builder.cast(builder.cast(total, storage), ir::compute_dtype(storage)));
+        ValueId sum = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, term));
+        return {worst_value, total, sum};
+      },
+      /*fixed_shape=*/false);
+  raise_for_violation(op_name, worst);
 }
 
 // The forward of nll_loss and nll_loss2d into allocated outputs (output sized
@@ -137,7 +199,6 @@ void nll_forward_into(const char* op_name, const at::Tensor& self, const at::Ten
                       const at::Tensor& weight, int64_t reduction, int64_t ignore_index,
                       const at::Tensor& output, const at::Tensor& total_weight) {
   const int64_t class_dim = class_dim_of(self);
-  check_targets(op_name, target, self.size(class_dim), ignore_index);
   const bool has_weight = weight.defined();
   const DType storage = require_ir_dtype(self.scalar_type(), op_name);
   const at::Tensor input_at_class = self.select(class_dim, 0);
@@ -146,18 +207,13 @@ void nll_forward_into(const char* op_name, const at::Tensor& self, const at::Ten
   const auto scalars = loss_scalars(self, weight, ignore_index);
 
   if (reduction == at::Reduction::None && self.dim() >= 2) {
+    check_targets(op_name, target, self.size(class_dim), ignore_index);
     total_weight.zero_();
     launch_elementwise(op_name, has_weight ? "nll_loss_none_weight" : "nll_loss_none", inputs,
                        {output}, scalars,
                        [has_weight, storage](ElementwiseContext& context) -> std::vector<ValueId> {
-                         ir::Builder& builder = context.builder;
-                         Target picked = read_target(builder, context.inputs, context.scalars, has_weight);
-                         ValueId loss = weighted_loss(builder, picked, storage);
-                         ValueId zero = builder.constant(0, builder.dtype_of(loss));
-                         ValueId nan = builder.constant(std::numeric_limits<double>::quiet_NaN(),
-                                                        builder.dtype_of(loss));
-                         return {builder.select(picked.ignored, zero,
-                                                builder.select(picked.in_range, loss, nan))};
+                         Target picked = read_target(context.builder, context.inputs, context.scalars, has_weight);
+                         return {loss_term(context.builder, picked, storage)};
                        });
     return;
   }
@@ -167,6 +223,12 @@ void nll_forward_into(const char* op_name, const at::Tensor& self, const at::Ten
     return;
   }
   for (at::Tensor& tensor : inputs) tensor = at_least_1d(tensor);
+  if (compiler::suits_row_kernel(1, target.numel())) {
+    nll_reduced_as_one_row(op_name, inputs, has_weight, reduction == at::Reduction::Mean, storage, scalars, output,
+                           total_weight);
+    return;
+  }
+  check_targets(op_name, target, self.size(class_dim), ignore_index);
   c10::DimVector dims;
   for (int64_t dim = 0; dim < inputs[0].dim(); ++dim) dims.push_back(dim);
   const int64_t rank = inputs[0].dim();
@@ -190,10 +252,7 @@ void nll_forward_into(const char* op_name, const at::Tensor& self, const at::Ten
   sum.element = [has_weight, storage, mean, total_input](ReductionContext& context) {
     ir::Builder& builder = context.builder;
     Target picked = read_target(builder, context.inputs, context.scalars, has_weight);
-    ValueId loss = weighted_loss(builder, picked, storage);
-    ValueId zero = builder.constant(0, builder.dtype_of(loss));
-    ValueId nan = builder.constant(std::numeric_limits<double>::quiet_NaN(), builder.dtype_of(loss));
-    ValueId term = builder.select(picked.ignored, zero, builder.select(picked.in_range, loss, nan));
+    ValueId term = loss_term(builder, picked, storage);
     // Every term is divided, ignored ones too: a zero total weight makes the
     // mean NaN (0 / 0), as the CPU's sum / total_weight does.
     if (mean) term = builder.binary(OpCode::kDivide, term, context.inputs[total_input]);

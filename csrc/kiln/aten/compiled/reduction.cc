@@ -195,6 +195,25 @@ ReductionLayout lay_out_reduction(const char* op_name, const std::vector<at::Ten
   return layout;
 }
 
+// Puts `scalars` into `args` and their kinds into `signature`; returns their
+// IR dtypes.
+std::vector<ir::DType> set_scalars(const char* op_name, c10::ArrayRef<c10::Scalar> scalars, LaunchArgs& args,
+                                   Signature& signature) {
+  TORCH_CHECK(scalars.size() <= static_cast<size_t>(ir::kMaxScalars), op_name,
+              ": too many scalar operands for one kernel");
+  std::vector<ir::DType> dtypes;
+  int slot = 0;
+  for (const c10::Scalar& value : scalars) {
+    ir::DType dtype = scalar_ir_dtype(value, op_name);
+    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
+    else args.scalars[slot].integer = value.toLong();
+    ++slot;
+    dtypes.push_back(dtype);
+    signature.append(scalar_kind_char(dtype));
+  }
+  return dtypes;
+}
+
 // Launches `entry` over `layout`'s kept positions, keeping `operands` alive
 // until it has run.
 void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayout& layout,
@@ -247,16 +266,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   const bool inner = layout.inner;
   const std::vector<ir::DType>& dtypes = layout.dtypes;
   const std::vector<ir::Layout>& layouts = layout.layouts;
-  std::vector<ir::DType> scalar_dtypes;
-  int slot = 0;
-  for (const c10::Scalar& value : scalars) {
-    ir::DType dtype = scalar_ir_dtype(value, op_name);
-    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
-    else args.scalars[slot].integer = value.toLong();
-    ++slot;
-    scalar_dtypes.push_back(dtype);
-    signature.append(scalar_kind_char(dtype));
-  }
+  const std::vector<ir::DType> scalar_dtypes = set_scalars(op_name, scalars, args, signature);
 
   ir::FixedShape fixed;
   if (spec.fixed_shape) fixed = fix_shape(signature, args, kernel_rank, operands);
@@ -294,8 +304,8 @@ void launch_reduction(const char* op_name, std::string_view op_key,
 }
 
 void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
-                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body,
-                          bool fixed_shape) {
+                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced,
+                          c10::ArrayRef<c10::Scalar> scalars, const RowKernelBody& body, bool fixed_shape) {
   record_static_op(op_name, OpPath::kCompiled);
   const int input_count = static_cast<int>(inputs.size());
   std::vector<at::Tensor> operand_list(inputs.begin(), inputs.end());
@@ -304,7 +314,8 @@ void launch_row_reduction(const char* op_name, std::string_view op_key, c10::Arr
     TORCH_INTERNAL_ASSERT(operand.sizes().equals(operand_list[0].sizes()), op_name, ": operand sizes differ");
   }
   Signature signature(op_key);
-  const ReductionLayout layout = lay_out_reduction(op_name, operand_list, input_count, reduced, false, true, signature);
+  ReductionLayout layout = lay_out_reduction(op_name, operand_list, input_count, reduced, false, true, signature);
+  const std::vector<ir::DType> scalar_dtypes = set_scalars(op_name, scalars, layout.args, signature);
   ir::FixedShape fixed;
   if (fixed_shape) fixed = fix_shape(signature, layout.args, layout.rank, static_cast<int>(operand_list.size()));
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
@@ -319,7 +330,9 @@ void launch_row_reduction(const char* op_name, std::string_view op_key, c10::Arr
         output_indices.push_back(builder.add_output(layout.dtypes[index], layout.layouts[index]));
       }
     }
-    std::vector<ir::ValueId> results = body(builder, loads);
+    std::vector<ir::ValueId> scalar_values;
+    for (ir::DType dtype : scalar_dtypes) scalar_values.push_back(builder.scalar(builder.add_scalar(dtype)));
+    std::vector<ir::ValueId> results = body(builder, loads, scalar_values);
     TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name,
                           ": the row kernel returned the wrong number of values");
     for (size_t output = 0; output < results.size(); ++output) builder.store(output_indices[output], results[output]);

@@ -57,16 +57,17 @@ void launch_reduction(const char* op_name, std::string_view op_key,
 // shape (the inputs expanded to it); the per-row outputs are expanded to it
 // too (stride 0 along the row). `body` builds the kernel's values into a kRow
 // builder with the inputs and outputs added, from one load per input, adding
-// the stages with Builder::reduce_stage, and returns one value per output.
+// the stages with Builder::reduce_stage, and returns one value per output;
+// `scalars` become launch scalars, read through the values it is given.
 // With `fixed_shape` the kernel is specialised to the launch's sizes and
 // strides (ir::FixedShape), which also lets it keep a row's values for a
 // later pass; without, one kernel serves every shape of the launch's ranks and
 // layouts, as eager ops need.
-using RowKernelBody = std::function<std::vector<ir::ValueId>(ir::Builder& builder,
-                                                              const std::vector<ir::ValueId>& loads)>;
+using RowKernelBody = std::function<std::vector<ir::ValueId>(
+    ir::Builder& builder, const std::vector<ir::ValueId>& loads, const std::vector<ir::ValueId>& scalars)>;
 void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
-                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced, const RowKernelBody& body,
-                          bool fixed_shape);
+                          c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced,
+                          c10::ArrayRef<c10::Scalar> scalars, const RowKernelBody& body, bool fixed_shape);
 
 // The keepdim view of `output` for a reduction of a tensor of rank `rank` over
 // `reduced` (output has the reduced dims removed when keepdim was false).

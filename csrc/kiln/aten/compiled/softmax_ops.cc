@@ -66,8 +66,9 @@ void softmax_rows(const char* op_name, bool log, const at::Tensor& x, int64_t di
                   const at::Tensor& y) {
   const int64_t reduced[] = {dim};
   launch_row_reduction(
-      op_name, log ? "log_softmax_row" : "softmax_row", {x}, {y}, reduced,
-      [log, compute](ir::Builder& builder, const std::vector<ir::ValueId>& loads) -> std::vector<ir::ValueId> {
+      op_name, log ? "log_softmax_row" : "softmax_row", {x}, {y}, reduced, {},
+      [log, compute](ir::Builder& builder, const std::vector<ir::ValueId>& loads,
+                     const std::vector<ir::ValueId>&) -> std::vector<ir::ValueId> {
         ir::ValueId value = builder.cast(loads[0], compute);
         ir::ValueId max = builder.stage_result(builder.reduce_stage(ReduceOp::kMax, value));
         ir::ValueId shifted = builder.binary(OpCode::kSubtract, value, max);
@@ -144,8 +145,9 @@ void softmax_backward_rows(const char* op_name, bool log, const at::Tensor& grad
                            int64_t dim, ir::DType compute, const at::Tensor& grad_input) {
   const int64_t reduced[] = {dim};
   launch_row_reduction(
-      op_name, log ? "log_softmax_backward_row" : "softmax_backward_row", {grad, output}, {grad_input}, reduced,
-      [log, compute](ir::Builder& builder, const std::vector<ir::ValueId>& loads) -> std::vector<ir::ValueId> {
+      op_name, log ? "log_softmax_backward_row" : "softmax_backward_row", {grad, output}, {grad_input}, reduced, {},
+      [log, compute](ir::Builder& builder, const std::vector<ir::ValueId>& loads,
+                     const std::vector<ir::ValueId>&) -> std::vector<ir::ValueId> {
         ir::ValueId grad_value = builder.cast(loads[0], compute);
         ir::ValueId output_value = builder.cast(loads[1], compute);
         if (log) {

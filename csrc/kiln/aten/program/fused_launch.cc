@@ -118,8 +118,9 @@ void launch_fused_row(const compiler::FusedKernel& kernel, std::string_view op_k
                                ? output
                                : compiled::keepdim_view(output, rank, reduced).expand(kernel.iteration_sizes));
   }
-  compiled::launch_row_reduction(kFusedRowName, op_key, inputs, full_outputs, reduced,
-                                 [&](ir::Builder& builder, const std::vector<ir::ValueId>& loads) {
+  compiled::launch_row_reduction(kFusedRowName, op_key, inputs, full_outputs, reduced, {},
+                                 [&](ir::Builder& builder, const std::vector<ir::ValueId>& loads,
+                                     const std::vector<ir::ValueId>&) {
                                    return pick(replay(builder, kernel.expression, loads, &kernel), kernel.results);
                                  },
                                  /*fixed_shape=*/true);

@@ -500,7 +500,7 @@ class Emitter {
     std::vector<int> after(node_count, 0);
     for (size_t id = 0; id < node_count; ++id) {
       const Node& node = kernel_.nodes[id];
-      element[id] = node.op == OpCode::kLoad;
+      element[id] = node.op == OpCode::kLoad || node.op == OpCode::kIndexedLoad;
       if (node.op == OpCode::kAccumulator) after[id] = static_cast<int>(node.integer) + 1;
       for (int slot = 0; slot < ir::opcode_arity(node.op); ++slot) {
         element[id] = element[id] || element[node.args[slot]];

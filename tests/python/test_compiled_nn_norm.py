@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_kiln
-from differential import FLOATING, assert_same, check, compiled_only, make, to_kiln
+from differential import FLOATING, assert_same, check, compiled_only, kernels_launched, make, to_kiln
 
 
 def tolerance_for(dtype):
@@ -88,6 +88,33 @@ def test_layer_norm_module_and_large_rows():
     actual = compiled_only(lambda: forward_and_grads(kiln_module, [x.to("kiln")]))
     actual += [kiln_module.weight.grad, kiln_module.bias.grad]
     assert_same(expected, actual, tolerance=(1e-4, 1e-4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rows_of_neighbours_run_as_one_kernel(dtype):
+    # (shape, normalized dims, transposed, kernels forward, kernels for
+    # grad_input alone): contiguous rows, many or few elements in all, are the
+    # stages of one row kernel each way; few long rows and strided rows take
+    # the mean, rstd and normalization kernels (backward: two sums and the
+    # gradient).
+    cases = [((64, 40), 1, False, 1, 1), ((3, 4, 5), 2, False, 1, 1), ((2, 40000), 1, False, 3, 3),
+             ((9, 40), 1, True, 3, 3)]
+    for shape, dims, transposed, forward, backward in cases:
+        x = make(shape[::-1], dtype).t() if transposed else make(shape, dtype)
+        normalized = shape[-dims:]
+        weight, bias = make(normalized, dtype), make(normalized, dtype)
+        message = f"{shape} over {normalized} transposed {transposed}"
+        x_kiln, weight_kiln, bias_kiln = to_kiln([x, weight, bias])
+        assert kernels_launched(lambda: torch.native_layer_norm(x_kiln, normalized, weight_kiln, bias_kiln, 1e-5)) \
+            == forward, message
+        _, mean, rstd = torch.native_layer_norm(x_kiln, normalized, weight_kiln, bias_kiln, 1e-5)
+        grad = to_kiln(make(shape, dtype))
+        assert kernels_launched(lambda: torch.ops.aten.native_layer_norm_backward(
+            grad, x_kiln, normalized, mean, rstd, weight_kiln, bias_kiln, [True, False, False])) == backward, message
+        compare(lambda a, w_, b_: F.layer_norm(a, normalized, w_, b_, eps=1e-5), [x, weight, bias],
+                tolerance_for(dtype), message)
+        compiled_only(lambda: check(torch.native_layer_norm, x, normalized, weight, bias, 1e-5, message=message,
+                                    tolerance=tolerance_for(dtype)))
 
 
 def test_parameters_on_another_device_are_refused():

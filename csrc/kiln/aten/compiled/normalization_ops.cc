@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kiln/aten/compiled/elementwise.h"
+#include "kiln/aten/compiled/layer_norm_rows.h"
 #include "kiln/aten/compiled/normalization_support.h"
 #include "kiln/aten/compiled/reduction.h"
 
@@ -48,9 +49,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward(
   }
   const at::ScalarType accumulate = accumulate_type(input.scalar_type());
   const DType compute = compute_of(accumulate);
+  const c10::DimVector reduced = range_dims(axis, rank);
+  if (rows_suit_row_kernel({input, output}, reduced)) {
+    layer_norm_forward_rows(op_name, input, weight.defined() ? weight.expand(input.sizes()) : weight,
+                            bias.defined() ? bias.expand(input.sizes()) : bias, axis, static_cast<double>(N), eps,
+                            compute, output, mean, rstd);
+    return {output, mean, rstd};
+  }
   at::Tensor mean_value = accumulate_buffer(mean, accumulate);
   at::Tensor rstd_value = accumulate_buffer(rstd, accumulate);
-  const c10::DimVector reduced = range_dims(axis, rank);
   const c10::Scalar count(static_cast<double>(N));
 
   std::vector<at::Tensor> mean_outputs = {mean_value};
@@ -126,7 +133,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
   const bool has_weight = weight.defined();
   const at::Tensor weight_full = has_weight ? weight.expand(input.sizes()) : at::Tensor();
 
-  if (mask[0]) {
+  if (mask[0] && rows_suit_row_kernel({grad_out, input, grad_input}, range_dims(axis, rank))) {
+    layer_norm_backward_input_rows(op_name, grad_out, input, mean_full, rstd_full, weight_full, axis,
+                                   static_cast<double>(N), compute, grad_input);
+  } else if (mask[0]) {
     // ds = sum(dy * w * x), db = sum(dy * w) per row; then
     // dx = rstd * dy * w + b * x + c with b = (db * mean - ds) * rstd^3 / N
     // and c = -b * mean - db * rstd / N, as ATen's CPU kernel.

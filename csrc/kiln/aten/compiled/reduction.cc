@@ -10,6 +10,7 @@
 #include "kiln/aten/compiled/kernel_launch.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
+#include "kiln/compiler/row_kernel_policy.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -228,6 +229,22 @@ void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayo
 }
 
 }  // namespace
+
+bool rows_suit_row_kernel(c10::ArrayRef<at::Tensor> tensors, c10::IntArrayRef row_dims) {
+  const at::Tensor& first = tensors[0];
+  int64_t row = 1;
+  for (int64_t dim : row_dims) row *= first.size(dim);
+  if (row == 0) return false;
+  for (const at::Tensor& tensor : tensors) {
+    int64_t expected = 1;
+    for (auto dim = row_dims.rbegin(); dim != row_dims.rend(); ++dim) {
+      if (tensor.size(*dim) == 1) continue;
+      if (tensor.stride(*dim) != expected) return false;
+      expected *= tensor.size(*dim);
+    }
+  }
+  return compiler::suits_row_kernel(first.numel() / row, row);
+}
 
 at::Tensor keepdim_view(const at::Tensor& output, int64_t rank, c10::IntArrayRef reduced) {
   if (output.dim() == rank) return output;

@@ -69,6 +69,13 @@ void launch_row_reduction(const char* op_name, std::string_view op_key, c10::Arr
                           c10::ArrayRef<at::Tensor> outputs, c10::IntArrayRef reduced,
                           c10::ArrayRef<c10::Scalar> scalars, const RowKernelBody& body, bool fixed_shape);
 
+// Whether the eager ops' rows along `row_dims` (ascending) run as one row
+// kernel: in every tensor of `tensors` (all of one shape) each row is one run
+// of contiguous memory, and the rows suit a row kernel (row_kernel_policy.h).
+// Otherwise the ops use plain reductions, which also suit columns and split
+// few long rows over threads.
+bool rows_suit_row_kernel(c10::ArrayRef<at::Tensor> tensors, c10::IntArrayRef row_dims);
+
 // The keepdim view of `output` for a reduction of a tensor of rank `rank` over
 // `reduced` (output has the reduced dims removed when keepdim was false).
 at::Tensor keepdim_view(const at::Tensor& output, int64_t rank, c10::IntArrayRef reduced);

@@ -7,13 +7,10 @@
 #include <ATen/ops/_softmax_meta.h>
 #include <ATen/ops/empty.h>
 
-#include <initializer_list>
-
 #include "kiln/aten/compiled/elementwise.h"
 #include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/compiled/reduction.h"
 #include "kiln/aten/compiled/structured_outputs.h"
-#include "kiln/compiler/row_kernel_policy.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -43,20 +40,6 @@ at::Tensor row_buffer(const at::Tensor& reference, int64_t dim, at::ScalarType t
   c10::DimVector sizes(reference.sizes().begin(), reference.sizes().end());
   sizes[dim] = 1;
   return at::empty(sizes, reference.options().dtype(type));
-}
-
-// Whether a softmax of `tensors` along `dim` runs as one row kernel: `dim` is
-// their fastest dim in memory, so each row is a run of neighbours, and the
-// rows suit a row kernel (row_kernel_policy.h). Otherwise it runs as a row
-// maximum, a row sum and an elementwise kernel, whose reductions also suit
-// columns and few long rows.
-bool rows_suit_row_kernel(std::initializer_list<at::Tensor> tensors, int64_t dim) {
-  const at::Tensor& first = *tensors.begin();
-  for (const at::Tensor& tensor : tensors) {
-    if (tensor.stride(dim) != 1) return false;
-  }
-  const int64_t row = first.size(dim);
-  return compiler::suits_row_kernel(first.numel() / row, row);
 }
 
 // softmax or log_softmax of `x` along `dim` into `y` as one row kernel: the
@@ -94,7 +77,7 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
   dim = c10::maybe_wrap_dim(dim, x.dim());
   const at::ScalarType accumulate = accumulate_type(x.scalar_type());
   const ir::DType compute = require_ir_dtype(accumulate, op_name);
-  if (rows_suit_row_kernel({x}, dim)) {
+  if (rows_suit_row_kernel({x}, {dim})) {
     softmax_rows(op_name, log, x, dim, compute, y);
     return;
   }
@@ -140,7 +123,8 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
 
 // softmax: grad_input = output * (grad - sum(grad * output));
 // log_softmax: grad_input = grad - exp(output) * sum(grad).
-// As one row kernel, where rows_suit_row_kernel says so: the sum is its stage.
+// As one row kernel where rows_suit_row_kernel (reduction.h) says so: the sum
+// is its stage.
 void softmax_backward_rows(const char* op_name, bool log, const at::Tensor& grad, const at::Tensor& output,
                            int64_t dim, ir::DType compute, const at::Tensor& grad_input) {
   const int64_t reduced[] = {dim};
@@ -180,7 +164,7 @@ void softmax_backward_into(const char* op_name, bool log, const at::Tensor& grad
   const bool wide = g.scalar_type() == at::kDouble || o.scalar_type() == at::kDouble;
   const at::ScalarType accumulate = wide ? at::kDouble : at::kFloat;
   const ir::DType compute = wide ? ir::DType::kFloat64 : ir::DType::kFloat32;
-  if (rows_suit_row_kernel({g, o}, dim)) {
+  if (rows_suit_row_kernel({g, o}, {dim})) {
     softmax_backward_rows(op_name, log, g, o, dim, compute, result);
     return;
   }

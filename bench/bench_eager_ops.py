@@ -7,6 +7,9 @@ CPU Inductor), in one run.
   end of the loop. Target: kiln <= 1.5x CPU eager.
 - throughput: large pointwise ops and reductions (16M float32 elements);
   milliseconds per call and CPU/kiln speed ratio. Target: kiln >= 0.9x CPU eager.
+- row ops: softmax, log_softmax, layer norm and cross entropy (forward and
+  backward) at the reference models' sizes and at 8192x256, which Kiln runs as
+  one row kernel each way where the rows suit one; microseconds per call.
 
 kiln and CPU samples alternate round by round so background load hits both
 alike; the median of the rounds is reported. Before each sample the other
@@ -87,6 +90,28 @@ def throughput_cases():
     return make("kiln"), make("cpu")
 
 
+def row_cases():
+    def make(device):
+        generator = torch.Generator().manual_seed(0)
+
+        def tensor(*shape):
+            return torch.randn(*shape, generator=generator).to(device)
+        logits, targets = tensor(64, 10), torch.randint(0, 10, (64,), generator=generator).to(device)
+        leaf = logits.clone().requires_grad_()
+        tokens, large = tensor(128, 32), tensor(8192, 256)
+        token_weight, token_bias, large_weight, large_bias = tensor(32), tensor(32), tensor(256), tensor(256)
+        return {
+            "log_softmax 64x10": lambda: torch.log_softmax(logits, 1),
+            "cross_entropy 64x10": lambda: torch.nn.functional.cross_entropy(logits, targets),
+            "cross_entropy+bwd 64x10": lambda: torch.nn.functional.cross_entropy(leaf, targets).backward(),
+            "softmax 128x32": lambda: torch.softmax(tokens, 1),
+            "layer_norm 128x32": lambda: torch.nn.functional.layer_norm(tokens, (32,), token_weight, token_bias),
+            "softmax 8192x256": lambda: torch.softmax(large, 1),
+            "layer_norm 8192x256": lambda: torch.nn.functional.layer_norm(large, (256,), large_weight, large_bias),
+        }
+    return make("kiln"), make("cpu")
+
+
 def inductor_cases(cpu_cases):
     compiled = {}
     for name, fn in cpu_cases.items():
@@ -145,9 +170,13 @@ def main():
     large = measure(kiln_large, cpu_large, args.rounds, calls=20, extra=extra)
     print_table("throughput", large, "ms per call", 1e3, "target: ratio >= 0.9")
 
+    kiln_rows, cpu_rows = row_cases()
+    rows = measure(kiln_rows, cpu_rows, args.rounds, calls=200)
+    print_table("row ops", rows, "us per call", 1e6, "no target: row kernels' figures")
+
     if args.json:
         with open(args.json, "w") as output:
-            json.dump({"per_op": small, "throughput": large}, output, indent=2)
+            json.dump({"per_op": small, "throughput": large, "row_ops": rows}, output, indent=2)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,27 @@ at::Tensor row_buffer(const at::Tensor& reference, int64_t dim, at::ScalarType t
   return at::empty(sizes, reference.options().dtype(type));
 }
 
+// One output element from x - max and the row's finished sum (log(sum) for
+// log_softmax, 1 / sum for softmax), and that finishing: both paths' arithmetic.
+ir::ValueId softmax_element(ir::Builder& builder, bool log, ir::ValueId shifted, ir::ValueId finished_sum) {
+  if (log) return builder.binary(OpCode::kSubtract, shifted, finished_sum);
+  return builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, shifted), finished_sum);
+}
+ir::ValueId finish_sum(ir::Builder& builder, bool log, ir::ValueId sum) {
+  return builder.unary(log ? OpCode::kLog : OpCode::kReciprocal, sum);
+}
+
+// One grad_input element of a softmax backward from the row's sum (see
+// softmax_backward_into).
+ir::ValueId backward_element(ir::Builder& builder, bool log, ir::ValueId grad_value, ir::ValueId output_value,
+                             ir::ValueId sum) {
+  if (log) {
+    ir::ValueId scaled = builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, output_value), sum);
+    return builder.binary(OpCode::kSubtract, grad_value, scaled);
+  }
+  return builder.binary(OpCode::kMultiply, output_value, builder.binary(OpCode::kSubtract, grad_value, sum));
+}
+
 // softmax or log_softmax of `x` along `dim` into `y` as one row kernel: the
 // maximum and the sum of exponentials are its two stages, and the same
 // arithmetic as the three-kernel path below gives the same values.
@@ -55,10 +76,9 @@ void softmax_rows(const char* op_name, bool log, const at::Tensor& x, int64_t di
         ir::ValueId value = builder.cast(loads[0], compute);
         ir::ValueId max = builder.stage_result(builder.reduce_stage(ReduceOp::kMax, value));
         ir::ValueId shifted = builder.binary(OpCode::kSubtract, value, max);
-        ir::ValueId exponential = builder.unary(OpCode::kExp, shifted);
-        ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, exponential));
-        if (log) return {builder.binary(OpCode::kSubtract, shifted, builder.unary(OpCode::kLog, sum))};
-        return {builder.binary(OpCode::kMultiply, exponential, builder.unary(OpCode::kReciprocal, sum))};
+        ir::ValueId sum =
+            builder.stage_result(builder.reduce_stage(ReduceOp::kSum, builder.unary(OpCode::kExp, shifted)));
+        return {softmax_element(builder, log, shifted, finish_sum(builder, log, sum))};
       },
       /*fixed_shape=*/false);
 }
@@ -104,8 +124,7 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
     return builder.unary(OpCode::kExp, shifted);
   };
   sum_spec.epilogue = [log](ReductionContext& context) -> std::vector<ir::ValueId> {
-    ir::Builder& builder = context.builder;
-    return {builder.unary(log ? OpCode::kLog : OpCode::kReciprocal, builder.accumulator())};
+    return {finish_sum(context.builder, log, context.builder.accumulator())};
   };
   launch_reduction(op_name, log ? "log_softmax_sum" : "softmax_sum", {x, max_full}, {sum},
                    reduced, {}, sum_spec);
@@ -116,8 +135,7 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
         ir::Builder& builder = context.builder;
         ir::ValueId shifted = builder.binary(OpCode::kSubtract, builder.cast(context.inputs[0], compute),
                                              context.inputs[1]);
-        if (log) return {builder.binary(OpCode::kSubtract, shifted, context.inputs[2])};
-        return {builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, shifted), context.inputs[2])};
+        return {softmax_element(builder, log, shifted, context.inputs[2])};
       });
 }
 
@@ -134,14 +152,9 @@ void softmax_backward_rows(const char* op_name, bool log, const at::Tensor& grad
                      const std::vector<ir::ValueId>&) -> std::vector<ir::ValueId> {
         ir::ValueId grad_value = builder.cast(loads[0], compute);
         ir::ValueId output_value = builder.cast(loads[1], compute);
-        if (log) {
-          ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, grad_value));
-          ir::ValueId scaled = builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, output_value), sum);
-          return {builder.binary(OpCode::kSubtract, grad_value, scaled)};
-        }
-        ir::ValueId product = builder.binary(OpCode::kMultiply, grad_value, output_value);
-        ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, product));
-        return {builder.binary(OpCode::kMultiply, output_value, builder.binary(OpCode::kSubtract, grad_value, sum))};
+        ir::ValueId summand = log ? grad_value : builder.binary(OpCode::kMultiply, grad_value, output_value);
+        ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, summand));
+        return {backward_element(builder, log, grad_value, output_value, sum)};
       },
       /*fixed_shape=*/false);
 }
@@ -188,13 +201,7 @@ void softmax_backward_into(const char* op_name, bool log, const at::Tensor& grad
         ir::Builder& builder = context.builder;
         ir::ValueId grad_value = builder.cast(context.inputs[0], compute);
         ir::ValueId output_value = builder.cast(context.inputs[1], compute);
-        ir::ValueId sum_value = context.inputs[2];
-        if (log) {
-          ir::ValueId scaled = builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, output_value), sum_value);
-          return {builder.binary(OpCode::kSubtract, grad_value, scaled)};
-        }
-        return {builder.binary(OpCode::kMultiply, output_value,
-                               builder.binary(OpCode::kSubtract, grad_value, sum_value))};
+        return {backward_element(builder, log, grad_value, output_value, context.inputs[2])};
       });
 }
 

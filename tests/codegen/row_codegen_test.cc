@@ -84,6 +84,17 @@ TEST(RowCodegenTest, FixedShapeRowTooLongForBuffersRecomputes) {
   expect_softmax(2, length, true);
 }
 
+TEST(RowCodegenTest, ShapeGenericSoftmaxBuffersRowsThatFitAndRecomputesLongerOnes) {
+  // Without a fixed shape the buffers hold what fits in kRowBufferBytes, and
+  // each row picks the buffered or the recomputing body at run time.
+  StatusOr<codegen::CSource> source = codegen::generate_c(softmax_kernel(2, 0, false));
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  const std::string& text = source.value().text;
+  EXPECT_NE(text.find("float row_v"), std::string::npos);
+  EXPECT_NE(text.find("if (outer_count * length <= "), std::string::npos);
+  for (int64_t length : {40, 5000, 20000}) expect_softmax(2, length, false);
+}
+
 TEST(RowCodegenTest, LayerNormOverTwoReducedDims) {
   // [3 kept] x [4 x 5 row]: mean, then the mean of squared differences, then
   // (x - mean) * rsqrt(var + eps) * weight, weight broadcast over the rows.

@@ -42,11 +42,14 @@ at::Tensor row_buffer(const at::Tensor& reference, int64_t dim, at::ScalarType t
   return at::empty(sizes, reference.options().dtype(type));
 }
 
-// One output element from x - max and the row's finished sum (log(sum) for
-// log_softmax, 1 / sum for softmax), and that finishing: both paths' arithmetic.
-ir::ValueId softmax_element(ir::Builder& builder, bool log, ir::ValueId shifted, ir::ValueId finished_sum) {
+// One output element from x - max, exp(x - max) (softmax only: the row
+// kernel's buffered value) and the row's finished sum (log(sum) for
+// log_softmax, 1 / sum for softmax), and that finishing: both paths'
+// arithmetic.
+ir::ValueId softmax_element(ir::Builder& builder, bool log, ir::ValueId shifted, ir::ValueId exponential,
+                            ir::ValueId finished_sum) {
   if (log) return builder.binary(OpCode::kSubtract, shifted, finished_sum);
-  return builder.binary(OpCode::kMultiply, builder.unary(OpCode::kExp, shifted), finished_sum);
+  return builder.binary(OpCode::kMultiply, exponential, finished_sum);
 }
 ir::ValueId finish_sum(ir::Builder& builder, bool log, ir::ValueId sum) {
   return builder.unary(log ? OpCode::kLog : OpCode::kReciprocal, sum);
@@ -76,9 +79,9 @@ void softmax_rows(const char* op_name, bool log, const at::Tensor& x, int64_t di
         ir::ValueId value = builder.cast(loads[0], compute);
         ir::ValueId max = builder.stage_result(builder.reduce_stage(ReduceOp::kMax, value));
         ir::ValueId shifted = builder.binary(OpCode::kSubtract, value, max);
-        ir::ValueId sum =
-            builder.stage_result(builder.reduce_stage(ReduceOp::kSum, builder.unary(OpCode::kExp, shifted)));
-        return {softmax_element(builder, log, shifted, finish_sum(builder, log, sum))};
+        ir::ValueId exponential = builder.unary(OpCode::kExp, shifted);
+        ir::ValueId sum = builder.stage_result(builder.reduce_stage(ReduceOp::kSum, exponential));
+        return {softmax_element(builder, log, shifted, exponential, finish_sum(builder, log, sum))};
       },
       /*fixed_shape=*/false);
 }
@@ -135,7 +138,8 @@ void softmax_into(const char* op_name, bool log, const at::Tensor& input, int64_
         ir::Builder& builder = context.builder;
         ir::ValueId shifted = builder.binary(OpCode::kSubtract, builder.cast(context.inputs[0], compute),
                                              context.inputs[1]);
-        return {softmax_element(builder, log, shifted, context.inputs[2])};
+        ir::ValueId exponential = log ? ir::kNoValue : builder.unary(OpCode::kExp, shifted);
+        return {softmax_element(builder, log, shifted, exponential, context.inputs[2])};
       });
 }
 

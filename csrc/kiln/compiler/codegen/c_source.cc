@@ -485,12 +485,62 @@ class Emitter {
   // once per row, and a last pass over the row that stores the others.
   //
   // An element value a later pass needs again is kept in a row buffer on the
-  // stack when the row's size is fixed and the buffers fit kRowBufferBytes,
-  // the way a persistent reduction keeps its row in registers: a softmax's
-  // exponentials are computed once, not in both the sum's pass and the
-  // division's (recomputed, a causal softmax took 1.9x as long as five
-  // separate kernels). Loads are read again instead.
+  // stack when the buffers fit kRowBufferBytes, the way a persistent
+  // reduction keeps its row in registers: a softmax's exponentials are
+  // computed once, not in both the sum's pass and the division's
+  // (recomputed, a causal softmax took 1.9x as long as five separate
+  // kernels). Loads are read again instead. With a fixed shape the choice is
+  // made here; otherwise the buffers hold as many elements as fit, and each
+  // row takes the buffered body when it fits them and the recomputing one
+  // when it does not.
   static constexpr int64_t kRowBufferBytes = 32 << 10;
+
+  // Which nodes each pass computes and reads from buffers, and which are
+  // buffered (all false without `buffering`).
+  struct RowPlan {
+    std::vector<std::vector<bool>> computed, reads;
+    std::vector<bool> buffered;
+    int64_t buffered_bytes = 0;  // per row element, all buffers together
+  };
+
+  RowPlan plan_row(bool buffering, const std::vector<bool>& element, const std::vector<int>& pass) const {
+    const size_t node_count = kernel_.nodes.size();
+    const int stage_count = static_cast<int>(kernel_.stages.size());
+    RowPlan plan;
+    plan.computed.resize(stage_count + 1);
+    plan.reads.resize(stage_count + 1);
+    plan.buffered.assign(node_count, false);
+    std::vector<bool> before(node_count, false);
+    for (int which = 0; which <= stage_count; ++which) {
+      std::vector<ValueId> stack;
+      if (which < stage_count) stack.push_back(kernel_.stages[which].input);
+      for (size_t output = 0; output < kernel_.outputs.size(); ++output) {
+        if (pass[output] == which) stack.push_back(kernel_.results[output]);
+      }
+      std::vector<bool>& computed = plan.computed[which];
+      std::vector<bool>& reads = plan.reads[which];
+      computed.assign(node_count, false);
+      reads.assign(node_count, false);
+      while (!stack.empty()) {
+        const ValueId id = stack.back();
+        stack.pop_back();
+        if (!element[id] || computed[id] || reads[id]) continue;
+        if (buffering && before[id] && kernel_.nodes[id].op != OpCode::kLoad) {
+          reads[id] = plan.buffered[id] = true;
+          continue;
+        }
+        computed[id] = true;
+        const Node& node = kernel_.nodes[id];
+        for (int slot = 0; slot < ir::opcode_arity(node.op); ++slot) stack.push_back(node.args[slot]);
+      }
+      for (size_t id = 0; id < node_count; ++id) before[id] = before[id] || computed[id];
+    }
+    for (size_t id = 0; id < node_count; ++id) {
+      if (plan.buffered[id]) plan.buffered_bytes += ir::dtype_size(kernel_.nodes[id].dtype);
+    }
+    return plan;
+  }
+
   void emit_row_kernel() {
     const size_t node_count = kernel_.nodes.size();
     const int stage_count = static_cast<int>(kernel_.stages.size());
@@ -515,53 +565,50 @@ class Emitter {
       const ValueId result = kernel_.results[output];
       if (element[result] || kernel_.outputs[output].layout != Layout::kBroadcast) pass[output] = stage_count;
     }
+    const RowPlan buffered = plan_row(true, element, pass);
+    const RowPlan recomputed = plan_row(false, element, pass);
+    int64_t capacity = 0;  // row elements the buffers hold
+    if (buffered.buffered_bytes > 0) {
+      capacity = kRowBufferBytes / buffered.buffered_bytes;
+      if (fixed()) {
+        int64_t row_elements = 1;
+        for (int dim = kernel_.kept_rank; dim < kernel_.rank; ++dim) row_elements *= kernel_.fixed_shape.sizes[dim];
+        capacity = row_elements <= capacity ? row_elements : 0;
+      }
+    }
+    for (size_t id = 0; id < node_count && capacity > 0; ++id) {
+      if (buffered.buffered[id]) {
+        out_ << "  " << compute_type(kernel_.nodes[id].dtype) << " row_" << value(static_cast<ValueId>(id)) << "["
+             << capacity << "];\n";
+      }
+    }
+    open_row_reduction(kernel_.kept_rank);
+    if (capacity == 0) {
+      emit_row_body(recomputed, element, after, pass);
+    } else if (fixed()) {
+      emit_row_body(buffered, element, after, pass);
+    } else {
+      out_ << "    if (outer_count * length <= " << capacity << ") {\n";
+      emit_row_body(buffered, element, after, pass);
+      out_ << "    } else {\n";
+      emit_row_body(recomputed, element, after, pass);
+      out_ << "    }\n";
+    }
+    out_ << "  }\n";
+  }
+
+  // One row's stages, stores per row and last pass, as `plan` says, inside
+  // open_row_reduction's loop.
+  void emit_row_body(const RowPlan& plan, const std::vector<bool>& element, const std::vector<int>& after,
+                     const std::vector<int>& pass) {
+    const size_t node_count = kernel_.nodes.size();
+    const int stage_count = static_cast<int>(kernel_.stages.size());
+    const size_t output_count = kernel_.outputs.size();
     auto stored_in = [&](int which) {
       std::vector<bool> marked(output_count, false);
       for (size_t output = 0; output < output_count; ++output) marked[output] = pass[output] == which;
       return marked;
     };
-    // The element nodes of each pass, and the values kept between passes.
-    int64_t row_elements = 1;
-    for (int dim = kernel_.kept_rank; dim < kernel_.rank && fixed(); ++dim) row_elements *= kernel_.fixed_shape.sizes[dim];
-    std::vector<std::vector<bool>> computed(stage_count + 1), reads(stage_count + 1);
-    std::vector<bool> buffered(node_count, false);
-    for (const bool buffering : {true, false}) {
-      std::vector<bool> before(node_count, false);
-      buffered.assign(node_count, false);
-      for (int which = 0; which <= stage_count; ++which) {
-        std::vector<ValueId> stack;
-        if (which < stage_count) stack.push_back(kernel_.stages[which].input);
-        for (size_t output = 0; output < output_count; ++output) {
-          if (pass[output] == which) stack.push_back(kernel_.results[output]);
-        }
-        computed[which].assign(node_count, false);
-        reads[which].assign(node_count, false);
-        while (!stack.empty()) {
-          const ValueId id = stack.back();
-          stack.pop_back();
-          if (!element[id] || computed[which][id] || reads[which][id]) continue;
-          if (buffering && before[id] && kernel_.nodes[id].op != OpCode::kLoad) {
-            reads[which][id] = buffered[id] = true;
-            continue;
-          }
-          computed[which][id] = true;
-          const Node& node = kernel_.nodes[id];
-          for (int slot = 0; slot < ir::opcode_arity(node.op); ++slot) stack.push_back(node.args[slot]);
-        }
-        for (size_t id = 0; id < node_count; ++id) before[id] = before[id] || computed[which][id];
-      }
-      int64_t bytes = 0;
-      for (size_t id = 0; id < node_count; ++id) {
-        if (buffered[id]) bytes += row_elements * static_cast<int64_t>(ir::dtype_size(kernel_.nodes[id].dtype));
-      }
-      if (!buffering || (fixed() && bytes <= kRowBufferBytes)) break;
-    }
-    for (size_t id = 0; id < node_count; ++id) {
-      if (buffered[id]) {
-        out_ << "  " << compute_type(kernel_.nodes[id].dtype) << " row_" << value(static_cast<ValueId>(id)) << "["
-             << row_elements << "];\n";
-      }
-    }
     std::vector<bool> defined(node_count, false);
     // Declares the row values that need no stage past `ready`.
     auto define_row_values = [&](int ready) {
@@ -572,20 +619,19 @@ class Emitter {
     };
     // Before pass `which`: which nodes it writes to and reads from buffers.
     auto buffer_pass = [&](int which) {
-      reads_buffer_ = reads[which];
+      reads_buffer_ = plan.reads[which];
       writes_buffer_.assign(node_count, false);
       for (size_t id = 0; id < node_count; ++id) {
-        bool first = computed[which][id];
-        for (int earlier = 0; earlier < which; ++earlier) first = first && !computed[earlier][id];
-        writes_buffer_[id] = buffered[id] && first;
+        bool first = plan.computed[which][id];
+        for (int earlier = 0; earlier < which; ++earlier) first = first && !plan.computed[earlier][id];
+        writes_buffer_[id] = plan.buffered[id] && first;
       }
     };
     auto pass_nodes = [&](int which) {
-      std::vector<bool> nodes = computed[which];
-      for (size_t id = 0; id < node_count; ++id) nodes[id] = nodes[id] || reads[which][id];
+      std::vector<bool> nodes = plan.computed[which];
+      for (size_t id = 0; id < node_count; ++id) nodes[id] = nodes[id] || plan.reads[which][id];
       return nodes;
     };
-    open_row_reduction(kernel_.kept_rank);
     define_row_values(0);
     for (int stage = 0; stage < stage_count; ++stage) {
       const ir::Reduction& reduction = kernel_.stages[stage];
@@ -616,7 +662,6 @@ class Emitter {
     }
     reads_buffer_.clear();
     writes_buffer_.clear();
-    out_ << "  }\n";
   }
 
   // Output pointers at the output position, then epilogue and stores.

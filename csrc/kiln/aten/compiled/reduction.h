@@ -60,9 +60,9 @@ void launch_reduction(const char* op_name, std::string_view op_key,
 // the stages with Builder::reduce_stage, and returns one value per output;
 // `scalars` become launch scalars, read through the values it is given.
 // With `fixed_shape` the kernel is specialised to the launch's sizes and
-// strides (ir::FixedShape), which also lets it keep a row's values for a
-// later pass; without, one kernel serves every shape of the launch's ranks and
-// layouts, as eager ops need.
+// strides (ir::FixedShape); without, one kernel serves every shape of the
+// launch's ranks and layouts, as eager ops need, and checks per row whether
+// the row fits its buffers.
 using RowKernelBody = std::function<std::vector<ir::ValueId>(
     ir::Builder& builder, const std::vector<ir::ValueId>& loads, const std::vector<ir::ValueId>& scalars)>;
 void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,

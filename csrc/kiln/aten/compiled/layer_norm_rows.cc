@@ -1,5 +1,6 @@
 #include "kiln/aten/compiled/layer_norm_rows.h"
 
+#include <string>
 #include <vector>
 
 #include "kiln/aten/compiled/normalization_support.h"
@@ -70,19 +71,7 @@ void layer_norm_backward_input_rows(const char* op_name, const at::Tensor& grad_
         ValueId ds = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, builder.binary(OpCode::kMultiply, g, x)));
         ValueId db = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, g));
         ValueId n = builder.cast(scalar_values[kCount], compute);
-        ValueId a3 = builder.binary(OpCode::kMultiply, builder.binary(OpCode::kMultiply, a, a), a);
-        ValueId b = builder.binary(
-            OpCode::kDivide,
-            builder.binary(OpCode::kMultiply,
-                           builder.binary(OpCode::kSubtract, builder.binary(OpCode::kMultiply, db, mean_value), ds),
-                           a3),
-            n);
-        ValueId c = builder.binary(
-            OpCode::kSubtract, builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, b, mean_value)),
-            builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, db, a), n));
-        ValueId result = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, a, g),
-                                        builder.binary(OpCode::kMultiply, b, x));
-        return {builder.binary(OpCode::kAdd, result, c)};
+        return {normalized_grad_input(builder, g, x, mean_value, a, ds, db, n)};
       },
       /*fixed_shape=*/false);
 }

@@ -174,20 +174,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
           ValueId ds_value = value(4), db_value = value(5);
           ValueId n = builder.cast(context.scalars[0], compute);
           ValueId g = has_weight ? builder.binary(OpCode::kMultiply, dy, value(6)) : dy;
-          ValueId a3 = builder.binary(OpCode::kMultiply, builder.binary(OpCode::kMultiply, a, a), a);
-          ValueId b = builder.binary(
-              OpCode::kDivide,
-              builder.binary(OpCode::kMultiply,
-                             builder.binary(OpCode::kSubtract, builder.binary(OpCode::kMultiply, db_value, mean_value),
-                                            ds_value),
-                             a3),
-              n);
-          ValueId c = builder.binary(
-              OpCode::kSubtract, builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, b, mean_value)),
-              builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, db_value, a), n));
-          ValueId result = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, a, g),
-                                          builder.binary(OpCode::kMultiply, b, x));
-          return {builder.binary(OpCode::kAdd, result, c)};
+          return {normalized_grad_input(builder, g, x, mean_value, a, ds_value, db_value, n)};
         });
   }
   const c10::DimVector batch = range_dims(0, axis);
@@ -383,20 +370,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
           ValueId ds_value = value(4), db_value = value(5);
           ValueId n = builder.cast(context.scalars[0], compute);
           if (has_weight) g = builder.binary(OpCode::kMultiply, g, value(6));
-          ValueId a3 = builder.binary(OpCode::kMultiply, builder.binary(OpCode::kMultiply, a, a), a);
-          ValueId b = builder.binary(
-              OpCode::kDivide,
-              builder.binary(OpCode::kMultiply,
-                             builder.binary(OpCode::kSubtract, builder.binary(OpCode::kMultiply, db_value, mean_value),
-                                            ds_value),
-                             a3),
-              n);
-          ValueId c = builder.binary(
-              OpCode::kSubtract, builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, b, mean_value)),
-              builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, db_value, a), n));
-          ValueId result = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, a, g),
-                                          builder.binary(OpCode::kMultiply, b, x_value));
-          return {builder.binary(OpCode::kAdd, result, c)};
+          return {normalized_grad_input(builder, g, x_value, mean_value, a, ds_value, db_value, n)};
         });
   }
   const int64_t channel_reduced[] = {0, 3};

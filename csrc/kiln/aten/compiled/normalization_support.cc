@@ -85,6 +85,21 @@ void launch_rstd(const char* op_name, std::string_view key, const at::Tensor& in
              });
 }
 
+ValueId normalized_grad_input(ir::Builder& builder, ValueId g, ValueId x, ValueId mean, ValueId rstd, ValueId ds,
+                              ValueId db, ValueId n) {
+  ValueId rstd3 = builder.binary(OpCode::kMultiply, builder.binary(OpCode::kMultiply, rstd, rstd), rstd);
+  ValueId b = builder.binary(
+      OpCode::kDivide,
+      builder.binary(OpCode::kMultiply,
+                     builder.binary(OpCode::kSubtract, builder.binary(OpCode::kMultiply, db, mean), ds), rstd3),
+      n);
+  ValueId c = builder.binary(OpCode::kSubtract, builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, b, mean)),
+                             builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, db, rstd), n));
+  ValueId result = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, rstd, g),
+                                  builder.binary(OpCode::kMultiply, b, x));
+  return builder.binary(OpCode::kAdd, result, c);
+}
+
 // 1 / sqrt(var + eps), or 0 when both are 0 (ATen's InvStd).
 ValueId inverse_std(ir::Builder& builder, ValueId var, ValueId eps) {
   ValueId zero = builder.constant(0, builder.dtype_of(var));

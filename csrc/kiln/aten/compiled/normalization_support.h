@@ -54,6 +54,14 @@ void launch_rstd(const char* op_name, std::string_view key, const at::Tensor& in
                  c10::IntArrayRef reduced, const c10::Scalar& count, const c10::Scalar& eps,
                  DType compute);
 
+// One grad_input element of layer or group norm from g = dy * weight (dy
+// without a weight), x, the row's mean and rstd, its sums ds = sum(g * x) and
+// db = sum(g), and its element count n, as ATen's CPU kernels:
+// rstd * g + b * x + c with b = (db * mean - ds) * rstd^3 / n and
+// c = -b * mean - db * rstd / n.
+ValueId normalized_grad_input(ir::Builder& builder, ValueId g, ValueId x, ValueId mean, ValueId rstd, ValueId ds,
+                              ValueId db, ValueId n);
+
 // 1 / sqrt(var + eps), or 0 when both are 0 (ATen's InvStd).
 ValueId inverse_std(ir::Builder& builder, ValueId var, ValueId eps);
 

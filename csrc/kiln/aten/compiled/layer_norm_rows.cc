@@ -68,7 +68,8 @@ void layer_norm_backward_input_rows(const char* op_name, const at::Tensor& grad_
         auto value = [&](int index) { return builder.cast(loads[index], compute); };
         ValueId dy = value(0), x = value(1), mean_value = value(2), a = value(3);
         ValueId g = has_weight ? builder.binary(OpCode::kMultiply, dy, value(4)) : dy;
-        ValueId ds = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, builder.binary(OpCode::kMultiply, g, x)));
+        ValueId ds =
+            builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, builder.binary(OpCode::kMultiply, g, x)));
         ValueId db = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, g));
         ValueId n = builder.cast(scalar_values[kCount], compute);
         return {normalized_grad_input(builder, g, x, mean_value, a, ds, db, n)};

@@ -185,7 +185,10 @@ void nll_reduced_as_one_row(const char* op_name, c10::ArrayRef<at::Tensor> input
         ValueId term = loss_term(builder, picked, storage);
         // The total weight as the three-kernel path reads it back: rounded to
         // the input's dtype.
-        if (mean) term = builder.binary(OpCode::kDivide, term, builder.cast(builder.cast(total, storage), ir::compute_dtype(storage)));
+        if (mean) {
+          ValueId read_back = builder.cast(builder.cast(total, storage), ir::compute_dtype(storage));
+          term = builder.binary(OpCode::kDivide, term, read_back);
+        }
         ValueId sum = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, term));
         return {worst_value, total, sum};
       },

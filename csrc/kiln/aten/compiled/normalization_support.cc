@@ -93,7 +93,8 @@ ValueId normalized_grad_input(ir::Builder& builder, ValueId g, ValueId x, ValueI
       builder.binary(OpCode::kMultiply,
                      builder.binary(OpCode::kSubtract, builder.binary(OpCode::kMultiply, db, mean), ds), rstd3),
       n);
-  ValueId c = builder.binary(OpCode::kSubtract, builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, b, mean)),
+  ValueId c = builder.binary(OpCode::kSubtract,
+                             builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, b, mean)),
                              builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, db, rstd), n));
   ValueId result = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, rstd, g),
                                   builder.binary(OpCode::kMultiply, b, x));

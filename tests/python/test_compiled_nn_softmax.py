@@ -94,6 +94,22 @@ def test_rows_along_the_fastest_dim_run_as_one_kernel(op):
                                           f"{shape} dim {dim}"))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("op", OPS, ids=IDS)
+def test_rows_longer_than_the_row_buffers_are_recomputed(op, dtype):
+    # A shape-generic row kernel keeps a row's exponentials in 32 KiB of
+    # buffers when the row fits and computes them again when it does not:
+    # 40 rows of 10000 run as one row kernel, each row past the buffers.
+    x = make((40, 10000), dtype)
+    grad = make((40, 10000), dtype)
+    x_kiln = to_kiln(x)
+    assert kernels_launched(lambda: op(x_kiln, 1)) == 1
+    tolerance = (2e-2, 2e-2) if dtype == torch.bfloat16 else None
+    compiled_only(lambda: check(op, x, 1, tolerance=tolerance))
+    if dtype != torch.bfloat16:
+        compiled_only(lambda: assert_same(grads(op, x, 1, grad), grads(op, x_kiln, 1, to_kiln(grad))))
+
+
 def grads(op, x, dim, grad):
     leaf = x.detach().clone().requires_grad_()
     op(leaf, dim).backward(grad)

@@ -117,6 +117,21 @@ def test_rows_of_neighbours_run_as_one_kernel(dtype):
                                     tolerance=tolerance_for(dtype)))
 
 
+def test_group_norm_rows_of_neighbours_run_as_one_kernel():
+    # Each (sample, group) row of D x H x W contiguous elements: many rows or
+    # few elements in all take one row kernel; two rows of 80000 take the
+    # mean, rstd and normalization kernels.
+    for shape, groups, kernels in (((2, 6, 5, 5), 3, 1), ((16, 8, 4, 4), 4, 1), ((1, 4, 200, 200), 2, 3)):
+        x = make(shape, torch.float32)
+        weight, bias = make(shape[1:2], torch.float32), make(shape[1:2], torch.float32)
+        x_kiln, weight_kiln, bias_kiln = to_kiln([x, weight, bias])
+        assert kernels_launched(lambda: F.group_norm(x_kiln, groups, weight_kiln, bias_kiln)) == kernels, shape
+        for w, b in ((None, None), (weight, bias)):
+            compiled_only(lambda: check(torch.native_group_norm, x, w, b, shape[0], shape[1],
+                                        shape[2] * shape[3], groups, 1e-5, message=f"{shape} affine {w is not None}",
+                                        tolerance=(1e-4, 1e-4)))
+
+
 def test_parameters_on_another_device_are_refused():
     x = make((4, 8), torch.float32).to("kiln")
     with pytest.raises(RuntimeError, match="same device"):

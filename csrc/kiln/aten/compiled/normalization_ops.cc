@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kiln/aten/compiled/elementwise.h"
-#include "kiln/aten/compiled/layer_norm_rows.h"
+#include "kiln/aten/compiled/normalization_rows.h"
 #include "kiln/aten/compiled/normalization_support.h"
 #include "kiln/aten/compiled/reduction.h"
 
@@ -20,6 +20,17 @@ namespace kiln::torch_integration::compiled {
 using namespace normalization;
 
 namespace {
+
+// The plain normalization kernel's element: inputs x, mean, rstd, then the
+// weight and bias when present.
+ValueId affine_element(ElementwiseContext& context, Affine affine, DType compute, bool has_weight, bool has_bias) {
+  ir::Builder& builder = context.builder;
+  ValueId x = builder.cast(context.inputs[0], compute);
+  int next = 3;
+  ValueId weight = has_weight ? context.inputs[next++] : ir::kNoValue;
+  ValueId bias = has_bias ? context.inputs[next++] : ir::kNoValue;
+  return normalized_element(builder, affine, compute, x, context.inputs[1], context.inputs[2], weight, bias);
+}
 
 // ------------------------------------------------------------ layer norm
 
@@ -50,10 +61,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward(
   const at::ScalarType accumulate = accumulate_type(input.scalar_type());
   const DType compute = compute_of(accumulate);
   const c10::DimVector reduced = range_dims(axis, rank);
+  const bool has_weight = weight.defined(), has_bias = bias.defined();
   if (rows_suit_row_kernel({input, output}, reduced)) {
-    layer_norm_forward_rows(op_name, input, weight.defined() ? weight.expand(input.sizes()) : weight,
-                            bias.defined() ? bias.expand(input.sizes()) : bias, axis, static_cast<double>(N), eps,
-                            compute, output, mean, rstd);
+    const std::string key = std::string("layer_norm_row") + (has_weight ? "_w" : "") + (has_bias ? "_b" : "");
+    normalize_rows(op_name, key, Affine::kLayerNorm, input, has_weight ? weight.expand(input.sizes()) : weight,
+                   has_bias ? bias.expand(input.sizes()) : bias, reduced, static_cast<double>(N), eps, compute, output,
+                   mean, rstd);
     return {output, mean, rstd};
   }
   at::Tensor mean_value = accumulate_buffer(mean, accumulate);
@@ -75,23 +88,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward(
   launch_rstd(op_name, "layer_norm_rstd", input, mean_full, rstd_outputs, reduced, count, eps, compute);
 
   // (x * rstd - rstd * mean) * weight + bias, as ATen's CPU kernel.
-  const bool has_weight = weight.defined(), has_bias = bias.defined();
   std::vector<at::Tensor> inputs = {input, mean_full, rstd_value.expand(input.sizes())};
   if (has_weight) inputs.push_back(weight.expand(input.sizes()));
   if (has_bias) inputs.push_back(bias.expand(input.sizes()));
   std::string key = std::string("layer_norm") + (has_weight ? "_w" : "") + (has_bias ? "_b" : "");
   launch_elementwise(op_name, key, inputs, {output}, {},
                      [compute, has_weight, has_bias](ElementwiseContext& context) -> std::vector<ValueId> {
-                       ir::Builder& builder = context.builder;
-                       ValueId x = builder.cast(context.inputs[0], compute);
-                       ValueId scale = context.inputs[2];
-                       ValueId shift = builder.unary(OpCode::kNegate,
-                                                     builder.binary(OpCode::kMultiply, scale, context.inputs[1]));
-                       ValueId y = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, x, scale), shift);
-                       int next = 3;
-                       if (has_weight) y = builder.binary(OpCode::kMultiply, y, builder.cast(context.inputs[next++], compute));
-                       if (has_bias) y = builder.binary(OpCode::kAdd, y, builder.cast(context.inputs[next++], compute));
-                       return {y};
+                       return {affine_element(context, Affine::kLayerNorm, compute, has_weight, has_bias)};
                      });
   return {output, mean, rstd};
 }
@@ -261,6 +264,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(
   const at::Tensor y = output.view({N, group, D, HxW});
   const at::ScalarType accumulate = accumulate_type(input.scalar_type());
   const DType compute = compute_of(accumulate);
+  const bool has_weight = weight.defined(), has_bias = bias.defined();
+  auto per_channel = [&](const at::Tensor& parameter) {
+    return parameter.defined() ? parameter.view({1, group, D, 1}).expand(x.sizes()) : parameter;
+  };
+  if (rows_suit_row_kernel({x, y}, {2, 3})) {
+    const std::string key = std::string("group_norm_row") + (has_weight ? "_w" : "") + (has_bias ? "_b" : "");
+    normalize_rows(op_name, key, Affine::kGroupNorm, x, per_channel(weight), per_channel(bias), {2, 3},
+                   static_cast<double>(D * HxW), eps, compute, y, mean.view({N, group, 1, 1}),
+                   rstd.view({N, group, 1, 1}));
+    return {output, mean, rstd};
+  }
   at::Tensor mean_value = accumulate_buffer(mean, accumulate);
   at::Tensor rstd_value = accumulate_buffer(rstd, accumulate);
   const int64_t reduced[] = {2, 3};
@@ -280,21 +294,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(
   if (!rstd_value.is_same(rstd)) rstd_outputs.push_back(keep(rstd));
   launch_rstd(op_name, "group_norm_rstd", x, mean_full, rstd_outputs, reduced, count, eps, compute);
 
-  const bool has_weight = weight.defined(), has_bias = bias.defined();
   std::vector<at::Tensor> inputs = {x, mean_full, keep(rstd_value).expand(x.sizes())};
-  if (has_weight) inputs.push_back(weight.view({1, group, D, 1}).expand(x.sizes()));
-  if (has_bias) inputs.push_back(bias.view({1, group, D, 1}).expand(x.sizes()));
+  if (has_weight) inputs.push_back(per_channel(weight));
+  if (has_bias) inputs.push_back(per_channel(bias));
   std::string key = std::string("group_norm") + (has_weight ? "_w" : "") + (has_bias ? "_b" : "");
   launch_elementwise(op_name, key, inputs, {y}, {},
                      [compute, has_weight, has_bias](ElementwiseContext& context) -> std::vector<ValueId> {
-                       ir::Builder& builder = context.builder;
-                       ValueId x_value = builder.cast(context.inputs[0], compute);
-                       ValueId scale = context.inputs[2];
-                       int next = 3;
-                       if (has_weight) scale = builder.binary(OpCode::kMultiply, scale, builder.cast(context.inputs[next++], compute));
-                       ValueId shift = builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, scale, context.inputs[1]));
-                       if (has_bias) shift = builder.binary(OpCode::kAdd, shift, builder.cast(context.inputs[next++], compute));
-                       return {builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, x_value, scale), shift)};
+                       return {affine_element(context, Affine::kGroupNorm, compute, has_weight, has_bias)};
                      });
   return {output, mean, rstd};
 }

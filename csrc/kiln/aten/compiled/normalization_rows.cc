@@ -1,6 +1,5 @@
-#include "kiln/aten/compiled/layer_norm_rows.h"
+#include "kiln/aten/compiled/normalization_rows.h"
 
-#include <string>
 #include <vector>
 
 #include "kiln/aten/compiled/normalization_support.h"
@@ -17,20 +16,37 @@ enum Scalar { kCount, kEps };
 
 }  // namespace
 
-void layer_norm_forward_rows(const char* op_name, const at::Tensor& input, const at::Tensor& weight,
-                             const at::Tensor& bias, int64_t axis, double count, double eps, DType compute,
-                             const at::Tensor& output, const at::Tensor& mean, const at::Tensor& rstd) {
+ValueId normalized_element(ir::Builder& builder, Affine affine, DType compute, ValueId x, ValueId mean, ValueId rstd,
+                           ValueId weight, ValueId bias) {
+  ValueId scale = rstd;
+  if (affine == Affine::kGroupNorm && weight != ir::kNoValue) {
+    scale = builder.binary(OpCode::kMultiply, scale, builder.cast(weight, compute));
+  }
+  ValueId shift = builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, scale, mean));
+  if (affine == Affine::kGroupNorm) {
+    if (bias != ir::kNoValue) shift = builder.binary(OpCode::kAdd, shift, builder.cast(bias, compute));
+    return builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, x, scale), shift);
+  }
+  ValueId y = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, x, scale), shift);
+  if (weight != ir::kNoValue) y = builder.binary(OpCode::kMultiply, y, builder.cast(weight, compute));
+  if (bias != ir::kNoValue) y = builder.binary(OpCode::kAdd, y, builder.cast(bias, compute));
+  return y;
+}
+
+void normalize_rows(const char* op_name, std::string_view key, Affine affine, const at::Tensor& input,
+                    const at::Tensor& weight, const at::Tensor& bias, c10::IntArrayRef reduced, double count,
+                    double eps, DType compute, const at::Tensor& output, const at::Tensor& mean,
+                    const at::Tensor& rstd) {
   const bool has_weight = weight.defined(), has_bias = bias.defined();
   std::vector<at::Tensor> inputs = {input};
   if (has_weight) inputs.push_back(weight);
   if (has_bias) inputs.push_back(bias);
   const at::IntArrayRef sizes = input.sizes();
-  const c10::DimVector reduced = range_dims(axis, input.dim());
   const c10::Scalar scalars[] = {count, eps};
-  const std::string key = std::string("layer_norm_row") + (has_weight ? "_w" : "") + (has_bias ? "_b" : "");
   launch_row_reduction(
       op_name, key, inputs, {output, mean.expand(sizes), rstd.expand(sizes)}, reduced, scalars,
-      [compute, has_weight, has_bias](ir::Builder& builder, const Values& loads, const Values& scalar_values) -> Values {
+      [affine, compute, has_weight, has_bias](ir::Builder& builder, const Values& loads,
+                                              const Values& scalar_values) -> Values {
         ValueId x = builder.cast(loads[0], compute);
         ValueId n = builder.cast(scalar_values[kCount], compute);
         ValueId sum = builder.stage_result(builder.reduce_stage(ir::ReduceOp::kSum, x));
@@ -40,14 +56,13 @@ void layer_norm_forward_rows(const char* op_name, const at::Tensor& input, const
             builder.reduce_stage(ir::ReduceOp::kSum, builder.binary(OpCode::kMultiply, deviation, deviation)));
         ValueId var = builder.binary(OpCode::kMaximum, builder.binary(OpCode::kDivide, squares, n),
                                      builder.constant(0, compute));
-        ValueId scale = builder.unary(
+        ValueId rstd_value = builder.unary(
             OpCode::kRsqrt, builder.binary(OpCode::kAdd, var, builder.cast(scalar_values[kEps], compute)));
-        ValueId shift = builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, scale, mean_value));
-        ValueId y = builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, x, scale), shift);
         int next = 1;
-        if (has_weight) y = builder.binary(OpCode::kMultiply, y, builder.cast(loads[next++], compute));
-        if (has_bias) y = builder.binary(OpCode::kAdd, y, builder.cast(loads[next++], compute));
-        return {y, mean_value, scale};
+        ValueId weight_value = has_weight ? loads[next++] : ir::kNoValue;
+        ValueId bias_value = has_bias ? loads[next++] : ir::kNoValue;
+        return {normalized_element(builder, affine, compute, x, mean_value, rstd_value, weight_value, bias_value),
+                mean_value, rstd_value};
       },
       /*fixed_shape=*/false);
 }

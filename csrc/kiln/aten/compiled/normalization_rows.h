@@ -35,11 +35,11 @@ void normalize_rows(const char* op_name, std::string_view key, Affine affine, co
                     double eps, ir::DType compute, const at::Tensor& output, const at::Tensor& mean,
                     const at::Tensor& rstd);
 
-// grad_input = rstd * dy * w + b * x + c, with ds = sum(dy * w * x) and
-// db = sum(dy * w) over each row, b = (db * mean - ds) * rstd^3 / count and
-// c = -b * mean - db * rstd / count, as ATen's CPU kernel. mean_full,
-// rstd_full and weight_full (undefined when absent) are expanded to the
-// input's shape.
+// Layer norm's grad_input over rows of `count` elements from the last
+// `input.dim() - axis` dims: the row sums ds and db are the kernel's stages,
+// and each element is normalization_support.h's normalized_grad_input.
+// mean_full, rstd_full and weight_full (undefined when absent) are expanded
+// to the input's shape.
 void layer_norm_backward_input_rows(const char* op_name, const at::Tensor& grad_out, const at::Tensor& input,
                                     const at::Tensor& mean_full, const at::Tensor& rstd_full,
                                     const at::Tensor& weight_full, int64_t axis, double count, ir::DType compute,

@@ -186,15 +186,13 @@ std::string NodeExpressions::expression(const Node& node, const std::string& pos
     case OpCode::kAtan2: return call("atan2", 2);
     case OpCode::kCopysign: return call("copysign", 2);
     case OpCode::kHypot: return call("hypot", 2);
-    // NaN-propagating: either operand NaN gives NaN (their sum), else the
-    // larger, ties to the second. Spelled with isunordered: GCC 12 will not
-    // vectorise a loop where `a != a` tests a value another select made
-    // (a ReLU read by a max), and such loops then run scalar, branching.
+    // NaN-propagating, ties to the second: the prelude's helpers say why
+    // they are functions.
     case OpCode::kMaximum:
-      if (floating) return "(__builtin_isunordered(" + arg(0) + ", " + arg(1) + ") ? " + arg(0) + " + " + arg(1) + " : (" + arg(0) + " > " + arg(1) + " ? " + arg(0) + " : " + arg(1) + "))";
+      if (floating) return "kiln_maximum_" + std::string(helper_suffix(type)) + "(" + arg(0) + ", " + arg(1) + ")";
       return "(" + arg(0) + " > " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
     case OpCode::kMinimum:
-      if (floating) return "(__builtin_isunordered(" + arg(0) + ", " + arg(1) + ") ? " + arg(0) + " + " + arg(1) + " : (" + arg(0) + " < " + arg(1) + " ? " + arg(0) + " : " + arg(1) + "))";
+      if (floating) return "kiln_minimum_" + std::string(helper_suffix(type)) + "(" + arg(0) + ", " + arg(1) + ")";
       return "(" + arg(0) + " < " + arg(1) + " ? " + arg(0) + " : " + arg(1) + ")";
     case OpCode::kBitwiseAnd: return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " & " + arg(1) + ")";
     case OpCode::kBitwiseOr: return "(" + std::string(compute_type(type)) + ")(" + arg(0) + " | " + arg(1) + ")";

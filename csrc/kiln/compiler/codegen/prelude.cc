@@ -175,6 +175,13 @@ KILN_INTEGER_HELPERS(int16_t, uint16_t, 16, i16)
 KILN_INTEGER_HELPERS(int32_t, uint32_t, 32, i32)
 KILN_INTEGER_HELPERS(int64_t, uint64_t, 64, i64)
 
+/* Floating maximum and minimum propagate NaN (either operand NaN gives a
+   NaN) and give the second operand on ties. `!(a <= b)` takes a when it is
+   larger or NaN; then a NaN b wins. As two statements in a function GCC 12
+   makes them four vector instructions, two for a constant b. Spelled as one
+   nested select, the same tests became eight; and where b came from another
+   select (a ReLU), partial redundancy elimination turned `b != b` into a
+   select of booleans, and the loop no longer vectorised. */
 #define KILN_FLOAT_HELPERS(T, SUFFIX, NAME)                                           \
   static inline T kiln_floordiv_##NAME(T a, T b) {                                    \
     if (b == 0) return a / b;                                                         \
@@ -191,6 +198,14 @@ KILN_INTEGER_HELPERS(int64_t, uint64_t, 64, i64)
     if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;                                 \
     return mod;                                                                       \
   }                                                                                   \
+  static inline T kiln_maximum_##NAME(T a, T b) {                                     \
+    T larger = !(a <= b) ? a : b;                                                     \
+    return __builtin_isunordered(b, b) ? b : larger;                                  \
+  }                                                                                   \
+  static inline T kiln_minimum_##NAME(T a, T b) {                                     \
+    T smaller = !(a >= b) ? a : b;                                                    \
+    return __builtin_isunordered(b, b) ? b : smaller;                                 \
+  }                                                                                   \
 
 KILN_FLOAT_HELPERS(float, f, f32)
 KILN_FLOAT_HELPERS(double, , f64)
@@ -199,31 +214,39 @@ static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + __builtin_
 /* exp for float32 that the compiler can vectorise (libm's expf is a call per
    element): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6
    polynomial, and 2^n applied in two steps so results in the subnormal range
-   are exact to the rounding of the last multiply. Within 2 ulp of expf.
-   Inputs whose result is 0 (a masked -inf) are computed as 0 and the result
-   replaced: computed at the clamp, their subnormal intermediates took a
-   microcode assist per element (a causal softmax's exp ran 1.8x slower). */
+   are exact to the rounding of the last multiply. Within 1 ulp of expf over
+   every 61st float. Inputs above 88.72 overflow to infinity in the last
+   multiply (n = 128 at the clamp). Inputs whose result is 0 (a masked -inf)
+   are computed as 0 and the result replaced: computed at the clamp, their
+   subnormal intermediates took a microcode assist per element (a causal
+   softmax's exp ran 1.8x slower). -ffp-contract=off keeps the kernels'
+   arithmetic as the CPU reference rounds it; this polynomial is Kiln's own,
+   so it fuses its multiply-adds where the CPU has FMA. */
+#if defined(__FMA__)
+#define KILN_FMA_F32(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define KILN_FMA_F32(a, b, c) ((a) * (b) + (c))
+#endif
 static inline float kiln_exp_f32(float x) {
   float clamped = x < -103.972084045410f ? 0.0f : (x > 89.0f ? 89.0f : x);
   /* Round to nearest by the 1.5 * 2^23 trick: nearbyintf does not vectorise. */
-  float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
+  float n = KILN_FMA_F32(clamped, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+  float r = KILN_FMA_F32(n, -0.693359375f, clamped);
+  r = KILN_FMA_F32(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  p = KILN_FMA_F32(p, r, 1.3981999507e-3f);
+  p = KILN_FMA_F32(p, r, 8.3334519073e-3f);
+  p = KILN_FMA_F32(p, r, 4.1665795894e-2f);
+  p = KILN_FMA_F32(p, r, 1.6666665459e-1f);
+  p = KILN_FMA_F32(p, r, 5.0000001201e-1f);
+  p = KILN_FMA_F32(p, r * r, r) + 1.0f;
   int32_t whole = (int32_t)n;
-  int32_t half = whole / 2;
+  int32_t half = whole >> 1;
   uint32_t first = (uint32_t)(half + 127) << 23, second = (uint32_t)(whole - half + 127) << 23;
   float scale_first, scale_second;
   __builtin_memcpy(&scale_first, &first, 4);
   __builtin_memcpy(&scale_second, &second, 4);
   float result = p * scale_first * scale_second;
-  result = x > 88.72283935546875f ? __builtin_inff() : result;
   result = x < -103.972084045410f ? 0.0f : result;
   return x != x ? x : result;
 }

@@ -4,7 +4,9 @@ and CPU Inductor, in one run (issue 5).
 
 Modes: cpu-eager; cpu-inductor (torch.compile(model), the default backend, on
 the CPU); kiln-eager (the model on device "kiln"); kiln-compiled
-(torch.compile(model, backend="kiln") on "kiln"). Only the model's forward is
+(torch.compile(model, backend="kiln") on "kiln"); and, only when named in
+--modes, kiln-compiled-caller (kiln-compiled with backward on the calling
+thread: torch.autograd.set_multithreading_enabled(False)). Only the model's forward is
 compiled, with dynamic=False; loss, backward and optimizer stay eager, as in
 torch_kiln.models.Training. Every mode is made by one function, prepare(),
 and timed by one, side_by_side(), where the modes take turns.
@@ -59,6 +61,9 @@ CHILD_TIMEOUT_SECONDS = 300  # a first step hung that long is reported, not wait
 class Mode:
     device: str
     backend: str = None  # torch.compile backend; None runs eagerly
+    # False runs backward on the calling thread, not on the autograd engine's
+    # thread for the device (torch.autograd.set_multithreading_enabled).
+    autograd_threads: bool = True
 
     @property
     def has_cache(self):
@@ -72,6 +77,12 @@ MODES = {
     "kiln-eager": Mode("kiln"),
     "kiln-compiled": Mode("kiln", "kiln"),
 }
+# Not run unless named in --modes: the cost of the autograd engine's device
+# thread, which every backward on a non-CPU device hands its work to.
+EXTRA_MODES = {
+    "kiln-compiled-caller": Mode("kiln", "kiln", autograd_threads=False),
+}
+ALL_MODES = {**MODES, **EXTRA_MODES}
 
 
 def unavailable(mode):
@@ -98,6 +109,18 @@ def make_training(spec, mode):
     training = Training(spec, mode.device)
     training.model = prepare(mode, training.model)
     return training
+
+
+def training_step(spec, mode):
+    """A training step of a fresh make_training(spec, mode), as mode runs it."""
+    step = make_training(spec, mode).step
+    if mode.autograd_threads:
+        return step
+
+    def step_on_calling_thread():
+        with torch.autograd.set_multithreading_enabled(False):
+            return step()
+    return step_on_calling_thread
 
 
 def make_inference(spec, mode):
@@ -193,7 +216,7 @@ def side_by_side(makers, steps):
 
 def first_step(name, mode_name):
     """The first training step of this process (run in a fresh one)."""
-    mode = MODES[mode_name]
+    mode = ALL_MODES[mode_name]
     torch_kiln.reset_compiler_stats()
     start = time.perf_counter()
     training = make_training(MODELS[name], mode)
@@ -226,7 +249,7 @@ def cold_and_warm(name, mode_name):
     with tempfile.TemporaryDirectory(prefix="kiln-bench-compile-") as folder:
         caches = (os.path.join(folder, "kiln"), os.path.join(folder, "inductor"))
         result = {"cold": first_step_in_fresh_process(name, mode_name, *caches)}
-        if MODES[mode_name].has_cache:
+        if ALL_MODES[mode_name].has_cache:
             result["warm"] = first_step_in_fresh_process(name, mode_name, *caches)
     return result
 
@@ -301,11 +324,11 @@ def run_steady_state(names, modes, steps, figures):
     print(f"\nsteady state (ms, median ±IQR of {steps}, modes taking turns in {ROUNDS} rounds;"
           f" after {WARM_UP_STEPS} warm-up steps)")
     print("graphs, breaks = graphs Dynamo compiled for the mode (train and inference), graph breaks")
-    print(f"{'model':<13}{'mode':<15}{'train step':>18}{'inference':>18}{'graphs':>8}{'breaks':>8}")
+    print(f"{'model':<13}{'mode':<22}{'train step':>18}{'inference':>18}{'graphs':>8}{'breaks':>8}")
     for name in names:
         spec = MODELS[name]
         train, recompiled = side_by_side(
-            {mode_name: (mode, lambda mode=mode: make_training(spec, mode).step)
+            {mode_name: (mode, lambda mode=mode: training_step(spec, mode))
              for mode_name, mode in modes.items()}, steps)
         inference, recompiled_inference = side_by_side(
             {mode_name: (mode, lambda mode=mode: make_inference(spec, mode))
@@ -316,7 +339,7 @@ def run_steady_state(names, modes, steps, figures):
         for mode_name, mode in modes.items():
             cells = (milliseconds(train[mode_name]), milliseconds(inference[mode_name]),
                      *graph_cell(mode, train[mode_name], inference[mode_name]))
-            print(f"{name:<13}{mode_name:<15}{cells[0]:>18}{cells[1]:>18}{cells[2]:>8}{cells[3]:>8}")
+            print(f"{name:<13}{mode_name:<22}{cells[0]:>18}{cells[1]:>18}{cells[2]:>8}{cells[3]:>8}")
         print_errors({f"{name} {mode_name} train": entry for mode_name, entry in train.items()})
         print_errors({f"{name} {mode_name} inference": entry
                       for mode_name, entry in inference.items()})
@@ -354,7 +377,7 @@ def run_first_steps(names, mode_names, figures):
             cells = [first_step_cell(result.get(which)) for which in ("cold", "warm")]
             cold = result["cold"]
             # kiln's kernel compiler counters: nothing to show for a CPU mode.
-            counted = "error" not in cold and MODES[mode_name].device == "kiln"
+            counted = "error" not in cold and ALL_MODES[mode_name].device == "kiln"
             kernels = str(cold["kernels_compiled"]) if counted else "-"
             compile_seconds = f"{cold['compile_seconds']:.2f}" if counted else "-"
             print(f"{name:<13}{mode_name:<15}{cells[0]:>9}{cells[1]:>9}{kernels:>9}{compile_seconds:>11}")
@@ -419,24 +442,27 @@ def main():
             parser.error(f"unknown model {name!r}; expected some of {', '.join(MODELS)}")
     mode_names = args.modes.split(",")
     for mode_name in mode_names:
-        if mode_name not in MODES:
-            parser.error(f"unknown mode {mode_name!r}; expected some of {', '.join(MODES)}")
+        if mode_name not in ALL_MODES:
+            parser.error(f"unknown mode {mode_name!r}; expected some of {', '.join(ALL_MODES)}")
 
     print("\n".join(header(sys.argv)))
     figures = {"unavailable": {}}
     modes = {}
     for mode_name in mode_names:
-        reason = unavailable(MODES[mode_name])
+        reason = unavailable(ALL_MODES[mode_name])
         if reason:
             figures["unavailable"][mode_name] = reason
             print(f"mode    : {mode_name} skipped: {reason}")
         else:
-            modes[mode_name] = MODES[mode_name]
+            modes[mode_name] = ALL_MODES[mode_name]
+    # Modes that differ only in where backward runs time the same first step
+    # and chain (neither runs a timed backward): those sections skip them.
+    forward_modes = {name: mode for name, mode in modes.items() if mode.autograd_threads}
 
     sections = [("steady state", run_steady_state, (names, modes, args.steps, figures))]
     if not args.skip_cold:
-        sections.append(("first step", run_first_steps, (names, list(modes), figures)))
-    sections.append(("pointwise chain", run_chain, (modes, args.steps, figures)))
+        sections.append(("first step", run_first_steps, (names, list(forward_modes), figures)))
+    sections.append(("pointwise chain", run_chain, (forward_modes, args.steps, figures)))
     figures["section_seconds"] = {}
     for title, function, arguments in sections:
         start = time.perf_counter()

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -94,6 +97,43 @@ TEST(ThreadPoolTest, ConcurrentCallersBothFinish) {
     ASSERT_EQ(first.hits[index].load(), 1);
     ASSERT_EQ(second.hits[index].load(), 1);
   }
+}
+
+// Jobs back to back, with more workers than cores so that a worker is often
+// preempted between two pieces. A worker still leaving one job must not take
+// a piece, or count one done, of the next: that ran pieces twice, returned
+// before all had run, and could leave the caller waiting for ever (a compiled
+// CNN's training hung so, under perf). Each job is checked as soon as it
+// returns; a watchdog fails the test instead of letting a hang stall CI.
+TEST(ThreadPoolTest, BackToBackJobsRunEachPieceOnceBeforeReturning) {
+  ThreadPool pool(static_cast<int>(std::max(4u, 2 * std::thread::hardware_concurrency())));
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!finished.wait_for(lock, std::chrono::seconds(30), [&] { return done; })) {
+      std::fprintf(stderr, "ThreadPool jobs hung\n");
+      std::abort();
+    }
+  });
+  const auto stop = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  int64_t jobs = 0;
+  for (; std::chrono::steady_clock::now() < stop; ++jobs) {
+    const int64_t total = 16 + jobs % 97;
+    Coverage coverage(total);
+    pool.parallel_for(total, 1, &mark, &coverage);
+    for (int64_t index = 0; index < total; ++index) {
+      ASSERT_EQ(coverage.hits[index].load(), 1) << "job " << jobs << ", position " << index;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  watchdog.join();
+  EXPECT_GT(jobs, 1000);
 }
 
 TEST(ThreadPoolTest, SmallWorkRunsInTheCaller) {

@@ -40,14 +40,14 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::run_pieces() {
+void ThreadPool::run_pieces(Job& job) {
   while (true) {
-    int64_t piece = next_piece_.fetch_add(1);
-    if (piece >= pieces_) return;
-    int64_t begin = piece * piece_;
-    int64_t end = std::min(total_, begin + piece_);
-    function_(context_, begin, end);
-    if (pieces_left_.fetch_sub(1) == 1) {
+    int64_t piece = job.next_piece.fetch_add(1);
+    if (piece >= job.pieces) return;
+    int64_t begin = piece * job.piece;
+    int64_t end = std::min(job.total, begin + job.piece);
+    job.function(job.context, begin, end);
+    if (job.pieces_left.fetch_sub(1) == 1) {
       std::lock_guard<std::mutex> lock(mutex_);
       done_.notify_all();
     }
@@ -69,13 +69,15 @@ void ThreadPool::work_loop() {
            std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }
+    std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
+      job = job_;
     }
-    run_pieces();
+    run_pieces(*job);
   }
 }
 
@@ -88,25 +90,26 @@ void ThreadPool::parallel_for(int64_t total, int64_t grain, RangeFunction functi
     function(context, 0, total);
     return;
   }
+  auto job = std::make_shared<Job>();
+  job->function = function;
+  job->context = context;
+  job->total = total;
+  // Several pieces per thread, taken in turn: a thread that starts late
+  // (woken slowly, or its core busy with another process) takes fewer
+  // pieces instead of holding the whole launch back.
+  job->piece = std::max(grain, (total + wanted * kPiecesPerThread - 1) / (wanted * kPiecesPerThread));
+  job->pieces = (total + job->piece - 1) / job->piece;
+  job->pieces_left.store(job->pieces);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    function_ = function;
-    context_ = context;
-    total_ = total;
-    // Several pieces per thread, taken in turn: a thread that starts late
-    // (woken slowly, or its core busy with another process) takes fewer
-    // pieces instead of holding the whole launch back.
-    piece_ = std::max(grain, (total + wanted * kPiecesPerThread - 1) / (wanted * kPiecesPerThread));
-    pieces_ = (total + piece_ - 1) / piece_;
-    next_piece_.store(0);
-    pieces_left_.store(pieces_);
+    job_ = job;
     ++generation_;
     published_.store(generation_, std::memory_order_release);
   }
   wake_.notify_all();
-  run_pieces();
+  run_pieces(*job);
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pieces_left_.load() == 0; });
+  done_.wait(lock, [&] { return job->pieces_left.load() == 0; });
 }
 
 }  // namespace kiln

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -44,9 +45,24 @@ class ThreadPool {
   void stop_polling() { hush_.fetch_add(1, std::memory_order_release); }
 
  private:
+  // One parallel_for call. Each has its own counters: a worker still leaving
+  // a job (preempted after its last piece) finds that job's pieces all taken,
+  // and cannot take or count a piece of the next one. Shared counters let it
+  // do both, which ran pieces twice, returned before all had run, and could
+  // leave the caller waiting for ever.
+  struct Job {
+    RangeFunction function = nullptr;
+    void* context = nullptr;
+    int64_t total = 0;
+    int64_t piece = 0;  // positions per piece
+    int64_t pieces = 0;
+    std::atomic<int64_t> next_piece{0};
+    std::atomic<int64_t> pieces_left{0};
+  };
+
   void work_loop();
-  // Runs pieces of the current job until none are left.
-  void run_pieces();
+  // Runs pieces of `job` until none are left to take.
+  void run_pieces(Job& job);
 
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the caller whose job the pool runs
@@ -59,14 +75,7 @@ class ThreadPool {
   std::atomic<uint64_t> hush_{0};       // bumped by stop_polling()
   bool stopping_ = false;
 
-  // The current job.
-  RangeFunction function_ = nullptr;
-  void* context_ = nullptr;
-  int64_t total_ = 0;
-  int64_t piece_ = 0;
-  int64_t pieces_ = 0;
-  std::atomic<int64_t> next_piece_{0};
-  std::atomic<int64_t> pieces_left_{0};
+  std::shared_ptr<Job> job_;  // the latest job, under mutex_
 };
 
 }  // namespace kiln

@@ -20,10 +20,6 @@ bool continues(const KernelDim& inner, const KernelDim& outer, int operands) {
   return true;
 }
 
-char scalar_kind(ir::DType dtype) {
-  return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
-}
-
 }  // namespace
 
 void launch_with_coordinates(const char* op_name, std::string_view op_key,
@@ -83,17 +79,7 @@ void launch_with_coordinates(const char* op_name, std::string_view op_key,
   }
   for (int d = 0; d < kernel_rank; ++d) args.sizes[d] = dims[d].size;
   signature.append("|r").append_number(kernel_rank).append('|');
-  c10::SmallVector<ir::DType, 4> scalar_dtypes;
-  for (size_t slot = 0; slot < scalars.size(); ++slot) {
-    ir::DType dtype = scalar_ir_dtype(scalars[slot], op_name);
-    if (dtype == ir::DType::kFloat64) {
-      args.scalars[slot].real = scalars[slot].toDouble();
-    } else {
-      args.scalars[slot].integer = scalars[slot].toLong();
-    }
-    scalar_dtypes.push_back(dtype);
-    signature.append(scalar_kind(dtype));
-  }
+  const auto scalar_dtypes = set_scalars(op_name, scalars, args, signature);
 
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, kernel_rank);

@@ -164,17 +164,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
     signature.append('c').append_number(kernel_dim_of[dim]);
   }
   signature.append('|');
-  std::vector<ir::DType> scalar_dtypes;
-  int slot = 0;
-  for (const c10::Scalar& value : scalars) {
-    ir::DType dtype = scalar_ir_dtype(value, op_name);
-    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
-    else args.scalars[slot].integer = value.toLong();
-    ++slot;
-    scalar_dtypes.push_back(dtype);
-    signature.append(scalar_kind_char(dtype));
-  }
-  TORCH_CHECK(slot <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
+  const auto scalar_dtypes = set_scalars(op_name, scalars, args, signature);
   ir::FixedShape fixed;
   if (options.fixed_shape) fixed = fix_shape(signature, args, kernel_rank, operands);
 

@@ -98,14 +98,7 @@ void launch_indexed_kernel(const char* op_name, const IndexedKernelSpec& spec,
     signature.append(index + 1 == input_count ? '>' : ',');
   }
   signature.append("|r").append_number(kernel_rank).append('|');
-  std::vector<ir::DType> scalar_dtypes;
-  for (size_t slot = 0; slot < scalars.size(); ++slot) {
-    ir::DType dtype = scalar_ir_dtype(scalars[slot], op_name);
-    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = scalars[slot].toDouble();
-    else args.scalars[slot].integer = scalars[slot].toLong();
-    scalar_dtypes.push_back(dtype);
-    signature.append(scalar_kind_char(dtype));
-  }
+  const auto scalar_dtypes = set_scalars(op_name, scalars, args, signature);
   signature.append(spec.single_threaded ? "|1" : "|n").append(spec.logical_order ? 'l' : 'm');
 
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kiln/aten/compiled/ir_dtype.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/base/hash.h"
 #include "kiln/c10/status_error.h"
@@ -91,6 +92,23 @@ ir::Layout layout_class(int64_t stride, int64_t size) {
 
 char scalar_kind_char(ir::DType dtype) {
   return dtype == ir::DType::kFloat64 ? 'f' : dtype == ir::DType::kInt64 ? 'i' : 'b';
+}
+
+c10::SmallVector<ir::DType, 4> set_scalars(const char* op_name, c10::ArrayRef<c10::Scalar> scalars,
+                                           LaunchArgs& args, Signature& signature, int first_slot) {
+  TORCH_CHECK(first_slot + scalars.size() <= static_cast<size_t>(ir::kMaxScalars), op_name,
+              ": too many scalar operands for one kernel");
+  c10::SmallVector<ir::DType, 4> dtypes;
+  int slot = first_slot;
+  for (const c10::Scalar& value : scalars) {
+    ir::DType dtype = scalar_ir_dtype(value, op_name);
+    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
+    else args.scalars[slot].integer = value.toLong();
+    ++slot;
+    dtypes.push_back(dtype);
+    signature.append(scalar_kind_char(dtype));
+  }
+  return dtypes;
 }
 
 void coalesce_dims(std::vector<KernelDim>& dims, int operands) {

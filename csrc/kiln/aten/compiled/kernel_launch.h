@@ -56,6 +56,12 @@ ir::Layout layout_class(int64_t stride, int64_t size);
 // i64 or bool).
 char scalar_kind_char(ir::DType dtype);
 
+// Puts `scalars` into `args.scalars` from slot `first_slot` on, and their kinds
+// into `signature`; returns their IR dtypes. Checks first that they fit the
+// launch's ir::kMaxScalars slots.
+c10::SmallVector<ir::DType, 4> set_scalars(const char* op_name, c10::ArrayRef<c10::Scalar> scalars,
+                                           LaunchArgs& args, Signature& signature, int first_slot = 0);
+
 // A kernel dim: its size and each operand's stride through it, in elements.
 struct KernelDim {
   int64_t size = 1;

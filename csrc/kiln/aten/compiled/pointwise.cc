@@ -107,16 +107,7 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
     output_plans.push_back({index, dtype, add_tensor(index, dtype), false});
   }
   signature.append("|r").append_number(rank).append('|');
-  c10::SmallVector<ir::DType, 4> extra_scalars;
-  for (const c10::Scalar& value : scalars) {
-    ir::DType dtype = scalar_ir_dtype(value, op_name);
-    LaunchScalar& slot = args.scalars[scalar_slots++];
-    if (dtype == ir::DType::kFloat64) slot.real = value.toDouble();
-    else slot.integer = value.toLong();
-    extra_scalars.push_back(dtype);
-    signature.append(scalar_kind_char(dtype));
-  }
-  TORCH_CHECK(scalar_slots <= ir::kMaxScalars, op_name, ": too many scalar operands for one kernel");
+  const auto extra_scalars = set_scalars(op_name, scalars, args, signature, scalar_slots);
   for (int dim = 0; dim < rank; ++dim) args.sizes[dim] = iter.ndim() == 0 ? 1 : iter.shape()[dim];
 
   // common_dtype() asserts when the iterator inferred none (a fill: no inputs).

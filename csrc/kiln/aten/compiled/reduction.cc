@@ -196,25 +196,6 @@ ReductionLayout lay_out_reduction(const char* op_name, const std::vector<at::Ten
   return layout;
 }
 
-// Puts `scalars` into `args` and their kinds into `signature`; returns their
-// IR dtypes.
-std::vector<ir::DType> set_scalars(const char* op_name, c10::ArrayRef<c10::Scalar> scalars, LaunchArgs& args,
-                                   Signature& signature) {
-  TORCH_CHECK(scalars.size() <= static_cast<size_t>(ir::kMaxScalars), op_name,
-              ": too many scalar operands for one kernel");
-  std::vector<ir::DType> dtypes;
-  int slot = 0;
-  for (const c10::Scalar& value : scalars) {
-    ir::DType dtype = scalar_ir_dtype(value, op_name);
-    if (dtype == ir::DType::kFloat64) args.scalars[slot].real = value.toDouble();
-    else args.scalars[slot].integer = value.toLong();
-    ++slot;
-    dtypes.push_back(dtype);
-    signature.append(scalar_kind_char(dtype));
-  }
-  return dtypes;
-}
-
 // Launches `entry` over `layout`'s kept positions, keeping `operands` alive
 // until it has run.
 void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayout& layout,
@@ -283,7 +264,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   const bool inner = layout.inner;
   const std::vector<ir::DType>& dtypes = layout.dtypes;
   const std::vector<ir::Layout>& layouts = layout.layouts;
-  const std::vector<ir::DType> scalar_dtypes = set_scalars(op_name, scalars, args, signature);
+  const auto scalar_dtypes = set_scalars(op_name, scalars, args, signature);
 
   ir::FixedShape fixed;
   if (spec.fixed_shape) fixed = fix_shape(signature, args, kernel_rank, operands);
@@ -332,7 +313,7 @@ void launch_row_reduction(const char* op_name, std::string_view op_key, c10::Arr
   }
   Signature signature(op_key);
   ReductionLayout layout = lay_out_reduction(op_name, operand_list, input_count, reduced, false, true, signature);
-  const std::vector<ir::DType> scalar_dtypes = set_scalars(op_name, scalars, layout.args, signature);
+  const auto scalar_dtypes = set_scalars(op_name, scalars, layout.args, signature);
   ir::FixedShape fixed;
   if (fixed_shape) fixed = fix_shape(signature, layout.args, layout.rank, static_cast<int>(operand_list.size()));
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {

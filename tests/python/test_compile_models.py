@@ -30,6 +30,7 @@ def test_trains_compiled_like_eager(name):
     compiled_losses, model = train_steps(spec, "kiln", steps=5, model=compiled_model(spec))
     stats = torch_kiln.compile_stats()
     assert stats["graphs"] == 2, stats  # one forward and one backward graph
+    assert stats["cpp_runtime_graphs"] == 1, stats  # steps after the first skip AOTAutograd's Python
     assert stats["kernels"] > 0 and stats["fused_nodes"] > stats["kernels"], stats
     assert torch_kiln.get_fallback_ops() == {}
     tolerance = TOLERANCE[name]

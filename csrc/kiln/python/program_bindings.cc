@@ -11,6 +11,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "kiln/aten/program/program.h"
+#include "kiln/aten/program/program_function.h"
 #include "kiln/base/status.h"
 
 namespace kiln::torch_integration {
@@ -20,6 +21,8 @@ namespace py = pybind11;
 using program::ExternCall;
 using program::Program;
 using program::ProgramDescription;
+using program::ProgramFunctionSpec;
+using program::TangentLayout;
 
 ir::DType dtype_named(const std::string& name) {
   std::optional<ir::DType> dtype = ir::dtype_from_name(name);
@@ -174,6 +177,59 @@ py::dict statistics_of(const Program& compiled) {
   return result;
 }
 
+c10::MemoryFormat memory_format_named(const std::string& name) {
+  if (name == "contiguous_format") return c10::MemoryFormat::Contiguous;
+  if (name == "channels_last") return c10::MemoryFormat::ChannelsLast;
+  if (name == "channels_last_3d") return c10::MemoryFormat::ChannelsLast3d;
+  TORCH_CHECK(false, "kiln: unexpected tangent memory format '", name, "'");
+}
+
+// A ProgramFunctionSpec from the dict python/torch_kiln/compile/program_function.py
+// builds (its keys are the spec's field names; an inference graph's has no
+// backward and none of the fields after it).
+c10::intrusive_ptr<ProgramFunctionSpec> program_function_spec_from(const py::dict& description) {
+  auto spec = c10::make_intrusive<ProgramFunctionSpec>();
+  spec->forward = description["forward"].cast<std::shared_ptr<Program>>();
+  spec->forward_positions = description["forward_positions"].cast<std::vector<int>>();
+  spec->forward_constants = description["forward_constants"].cast<std::vector<at::Tensor>>();
+  spec->forward_results = description["forward_results"].cast<std::vector<int>>();
+  spec->mutated_arguments = description["mutated_arguments"].cast<std::vector<int>>();
+  spec->outputs = description["outputs"].cast<int>();
+  const int graph_outputs = static_cast<int>(spec->forward_results.size());
+  TORCH_CHECK(spec->outputs <= graph_outputs, "kiln: inconsistent compiled program description");
+  if (!description.contains("backward")) return spec;  // an inference graph
+  spec->backward = description["backward"].cast<std::shared_ptr<Program>>();
+  std::tie(spec->checked_begin, spec->checked_end) = description["checked"].cast<std::pair<int, int>>();
+  std::tie(spec->unchecked_begin, spec->unchecked_end) = description["unchecked"].cast<std::pair<int, int>>();
+  spec->saved_is_graph_input = description["saved_is_graph_input"].cast<std::vector<bool>>();
+  spec->non_differentiable = description["non_differentiable"].cast<std::vector<int>>();
+  spec->tangent_outputs = description["tangent_outputs"].cast<std::vector<int>>();
+  for (const py::handle& handle : description["tangent_layouts"].cast<py::list>()) {
+    py::tuple entry = py::reinterpret_borrow<py::tuple>(handle);
+    TangentLayout layout;
+    if (!entry[0].is_none()) layout.memory_format = memory_format_named(entry[0].cast<std::string>());
+    layout.sizes = entry[1].cast<std::vector<int64_t>>();
+    layout.strides = entry[2].cast<std::vector<int64_t>>();
+    spec->tangent_layouts.push_back(std::move(layout));
+  }
+  spec->backward_positions = description["backward_positions"].cast<std::vector<int>>();
+  spec->backward_constants = description["backward_constants"].cast<std::vector<at::Tensor>>();
+  spec->gradient_results = description["gradient_results"].cast<std::vector<int>>();
+  spec->compiled_nondeterministic = description["compiled_nondeterministic"].cast<bool>();
+  const size_t saved = static_cast<size_t>(spec->checked_end - spec->checked_begin + spec->unchecked_end -
+                                           spec->unchecked_begin);
+  TORCH_CHECK(spec->checked_end <= graph_outputs && spec->unchecked_end <= graph_outputs &&
+                  spec->saved_is_graph_input.size() == saved &&
+                  spec->tangent_outputs.size() == spec->tangent_layouts.size(),
+              "kiln: inconsistent compiled program description");
+  return spec;
+}
+
+// The Python handle of a spec: called with the graph's inputs, returns its outputs.
+struct ProgramFunctionHandle {
+  c10::intrusive_ptr<ProgramFunctionSpec> spec;
+};
+
 }  // namespace
 
 void bind_program(py::module& module) {
@@ -190,6 +246,16 @@ void bind_program(py::module& module) {
       .def("input_graph_text", &Program::input_graph_text)
       .def("graph_text", &Program::graph_text)
       .def("fusion_text", &Program::fusion_text);
+  py::class_<ProgramFunctionHandle>(module, "_ProgramFunction")
+      .def(py::init([](const py::dict& description) {
+        return ProgramFunctionHandle{program_function_spec_from(description)};
+      }))
+      // Without the GIL, as Program.run: the programs may wait for the stream.
+      .def("__call__",
+           [](const ProgramFunctionHandle& handle, const std::vector<at::Tensor>& arguments) {
+             return program::run_program_function(handle.spec, arguments);
+           },
+           py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace kiln::torch_integration

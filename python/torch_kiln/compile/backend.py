@@ -25,6 +25,7 @@ from .channels_last import convolutions_to_channels_last
 from .decompositions import decompositions
 from .graph_lowering import UnsupportedOperatorError, lower_graph
 from .inference_folding import fold_for_inference
+from .program_function import CompiledGraph
 from .small_products import expand_small_products
 
 OPTIONS = {"fallback": ("error", "eager")}
@@ -92,7 +93,7 @@ def _dump(kind, gm, program, graph_index):
         file.write(program.fusion_text())
 
 
-def _compile_graph(kind, options, gm, example_inputs):
+def _compile_graph(kind, options, gm, example_inputs, graph=None):
     start = time.perf_counter()
     if kind == "inference":
         expand_small_products(gm)  # before the key and the dump: they see the graph lowered
@@ -113,7 +114,10 @@ def _compile_graph(kind, options, gm, example_inputs):
         names = sorted({name for name, _ in lowered.eager_ops})
         warnings.warn(f"kiln: the compiled {kind} graph runs {', '.join(names)} eagerly "
                       "(fallback='eager'): the graph is split around them")
-    return _Runner(program, lowered)
+    runner = _Runner(program, lowered)
+    if graph is not None:
+        graph.record(kind, runner)
+    return runner
 
 
 class _Runner:
@@ -160,14 +164,19 @@ def kiln(gm, example_inputs, mode=None, options=None):
         fold_for_inference(gm)
         convolutions_to_channels_last(gm)
     statistics.record_dynamo_graph()
-    compiler = functools.partial(_compile_graph, "forward", options)
-    return aot_autograd(
-        fw_compiler=compiler,
-        bw_compiler=functools.partial(_compile_graph, "backward", options),
-        inference_compiler=functools.partial(_compile_graph, "inference", options),
+    graph = CompiledGraph(gm, example_inputs)
+    compiled = aot_autograd(
+        fw_compiler=functools.partial(_compile_graph, "forward", options, graph=graph),
+        bw_compiler=functools.partial(_compile_graph, "backward", options, graph=graph),
+        inference_compiler=functools.partial(_compile_graph, "inference", options, graph=graph),
         decompositions=decompositions(),
         keep_inference_input_mutations=True,
     )(gm, example_inputs)
+    # Calls move to the C++ program function after the first
+    # (program_function.py). Dynamo must not trace them, as it does not
+    # trace AOTAutograd's.
+    graph.aot_call = compiled
+    return torch._dynamo.disable(graph.__call__, reason="kiln's compiled graph")
 
 
 __all__ = ["kiln", "DynamicShapesError", "UnsupportedOperatorError"]

@@ -22,6 +22,8 @@ def _zero():
         "kernel_compile_seconds": 0.0,  # their C compile time (a part of compile_seconds)
         "dynamo_graphs": 0,     # graphs Dynamo handed to the backend
         "recompiles": 0,        # of those, recompiles of a frame compiled before (new shapes, ...)
+        "cpp_runtime_graphs": 0,     # Dynamo graphs whose later calls run through kiln's C++ program function
+        "python_runtime_graphs": 0,  # Dynamo graphs that keep AOTAutograd's Python runtime
     }
 
 
@@ -46,6 +48,12 @@ def record_graph(lowered, program_statistics, seconds, cache_hit):
         _counters["eager_nodes"] += len(lowered.eager_ops)
         _counters["compile_seconds"] += seconds
         return _counters["graphs"]
+
+
+def record_runtime(in_cpp):
+    """A Dynamo graph has run each of its programs once and settled on its runtime."""
+    with _lock:
+        _counters["cpp_runtime_graphs" if in_cpp else "python_runtime_graphs"] += 1
 
 
 def record_first_run(before, after):

@@ -9,7 +9,7 @@ _C._ProgramFunction, which does the rest of the wrapper's work in C++: it runs
 the forward program, saves the tensors the backward reads and marks the
 outputs that need no gradient. On backward it lays out the gradients as they
 were traced and runs the backward program. No Python runs on either side; the
-backward runs on the autograd engine's thread without the GIL. An inference
+backward needs no GIL on whichever thread autograd runs it. An inference
 graph's calls go the same way, to its one program under no_grad, skipping
 AOTAutograd's inference wrapper and the backend's Python runner.
 (csrc/kiln/aten/program/program_function.h lists what it does as AOTAutograd

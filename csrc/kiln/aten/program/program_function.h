@@ -4,15 +4,16 @@
 // AOTAutograd splits a training graph into a forward and a backward graph and
 // wraps the two compiled callables in a Python autograd.Function with Python
 // prologues and epilogues around each (input mutations, aliased outputs,
-// tangent layouts, saved tensors). For a small model that wrapper costs more
-// than the programs: about 90 us per forward and as much per backward on the
-// bundled MLP (docs/performance.md). When a graph needs none of the wrapper's
+// tangent layouts, saved tensors). For a small model that wrapper costs about
+// as much as the programs: leaving it saved about 70 us of the bundled MLP's
+// compiled forward and as much of its backward (docs/performance.md). When a graph needs none of the wrapper's
 // rarer duties, the backend (python/torch_kiln/compile/program_function.py)
 // describes the little it does need in a ProgramFunctionSpec, and this C++
 // autograd function does the same work: it runs the forward program, saves the
 // tensors the backward graph reads, marks outputs that need no gradient, and
 // in backward lays the gradients out as the backward graph was traced and runs
-// the backward program, on the autograd engine's thread, without the GIL.
+// the backward program, in C++ on whichever thread autograd runs backward (by
+// default the calling one, KILN_AUTOGRAD_THREAD), without the GIL.
 //
 // An inference graph's spec has no backward program: a call runs the one
 // program under no_grad and returns its outputs, as AOTAutograd's inference

@@ -90,6 +90,9 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
     return std::abs(a.strides[first_output]) < std::abs(b.strides[first_output]);
   });
   if (options.innermost_by_operands && dims.size() > 1) {
+    // The innermost dim is the one whose step moves the fewest bytes of
+    // memory per position: each operand's step, in bytes, capped at a cache
+    // line (a step that leaves the line costs a line wherever it lands).
     // Only operands read or written at every position count: a broadcast one
     // (a per-channel vector: stride 0 along a dim of more than one element)
     // is read once per row whatever the order.
@@ -97,15 +100,20 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
     for (const Dim& dim : dims) {
       for (int index = 0; index < operands; ++index) full_size[index] = full_size[index] && dim.strides[index] != 0;
     }
-    auto contiguous_operands = [&](const Dim& dim) {
-      int count = 0;
-      for (int index = 0; index < operands; ++index) count += full_size[index] && std::abs(dim.strides[index]) == 1;
-      return count;
+    constexpr int64_t kCacheLineBytes = 64;
+    auto step_bytes = [&](const Dim& dim) {
+      int64_t bytes = 0;
+      for (int index = 0; index < operands; ++index) {
+        if (!full_size[index]) continue;
+        const int64_t step = std::abs(dim.strides[index]) * static_cast<int64_t>(operand(index).element_size());
+        bytes += std::min(step, kCacheLineBytes);
+      }
+      return bytes;
     };
-    auto best = std::max_element(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) {
-      return contiguous_operands(a) < contiguous_operands(b);
+    auto best = std::min_element(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) {
+      return step_bytes(a) < step_bytes(b);
     });
-    if (contiguous_operands(*best) > contiguous_operands(dims.front())) std::rotate(dims.begin(), best, best + 1);
+    if (step_bytes(*best) < step_bytes(dims.front())) std::rotate(dims.begin(), best, best + 1);
   }
   std::vector<Dim> merged;
   for (const Dim& dim : dims) {

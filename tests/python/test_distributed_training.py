@@ -47,7 +47,8 @@ def ddp_rank(rank, size, compiled=False):
     # Compiled (DDP around the compiled module), the steps after the first
     # run through kiln's C++ autograd function, whose backward must still
     # reach DDP's gradient hooks. (torch.compile around DDP compiles nothing
-    # here: Dynamo breaks the graph at DDP's logger on every frame.)
+    # in torch 2.14.1, with any backend and on the CPU with gloo too: Dynamo
+    # breaks the graph at DDP's logger on every frame.)
     inner = torch.compile(module, backend="kiln", dynamic=False) if compiled else module
     model = DistributedDataParallel(inner, device_ids=None)
     share = GLOBAL_BATCH // size

@@ -25,8 +25,12 @@ intermediate bases, functionalized RNG, effect tokens, saved symbolic sizes or
 opaque objects, tensor subclasses, duplicated inputs, autocast, and graphs
 whose inputs are not plain tensors. A training graph's forward also goes
 through AOTAutograd while compiled autograd is on, which traces the backward
-node AOTAutograd makes (kiln's C++ node is opaque to it).
+node AOTAutograd makes (kiln's C++ node is opaque to it). A training graph
+whose backward never runs (a model called with grad enabled and never
+backpropagated) never settles, and keeps AOTAutograd's runtime.
 """
+import threading
+
 import torch
 from torch._dynamo import compiled_autograd as _compiled_autograd
 from torch._functorch._aot_autograd.schemas import MutationType, OutputType, PlainTensorMeta
@@ -60,6 +64,7 @@ class CompiledGraph:
         self.aot_call = None
         self.fast = None
         self.settled = False
+        self.lock = threading.Lock()
         self.arguments = len(example_inputs)
         self.inputs_qualify = (
             _plain_tensors(example_inputs)
@@ -93,10 +98,13 @@ class CompiledGraph:
         runners = [self.runners.get(kind) for kind in kinds]
         if any(runner is None or runner.first_run for runner in runners):
             return  # a program has not run yet (a training graph's backward, say)
-        self.settled = True
-        description = self._describe()
-        if description is not None:
-            self.fast = _C._ProgramFunction(description)
+        with self.lock:  # two threads may finish their first calls together
+            if self.settled:
+                return
+            description = self._describe()
+            if description is not None:
+                self.fast = _C._ProgramFunction(description)
+            self.settled = True
         statistics.record_runtime(self.fast is not None)
 
     def _describe(self):

@@ -86,7 +86,7 @@ class CompiledGraph:
 
     def __call__(self, *arguments):
         fast = self.fast
-        if fast is not None and not (self.training and _compiled_autograd.compiled_autograd_enabled):
+        if fast is not None and not (_compiled_autograd.compiled_autograd_enabled and self.training):
             return fast(arguments)
         result = self.aot_call(*arguments)
         if not self.settled:

@@ -1,6 +1,7 @@
 #include "kiln/compiler/codegen/c_source.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -74,6 +75,15 @@ class Emitter {
   std::string size_at(int dim) const {
     if (fixed()) return std::to_string(kernel_.fixed_shape.sizes[dim]);
     return "args->sizes[" + std::to_string(dim) + "]";
+  }
+  // Whether some operand of a fixed-shape kernel steps one element at a time
+  // along dim 0 (or dim 0 is a single element).
+  bool row_contiguous_anywhere() const {
+    if (kernel_.fixed_shape.sizes.empty() || kernel_.fixed_shape.sizes[0] <= 1) return true;
+    for (const std::vector<int64_t>& strides : kernel_.fixed_shape.strides) {
+      if (!strides.empty() && std::abs(strides[0]) == 1) return true;
+    }
+    return false;
   }
   std::string stride_at(int index, int dim) const {
     if (fixed()) return "(int64_t)" + std::to_string(kernel_.fixed_shape.strides[index][dim]);
@@ -348,6 +358,12 @@ class Emitter {
       out_ << ";\n";
     }
     declare_pointers("      ", 0);
+    // A row no operand steps through contiguously (a pool writing
+    // channels-last from NCHW taps: stride-2 loads, stride-16 stores) stays a
+    // loop. GCC unrolled its 8 iterations whole, and then neither the loop
+    // around it (taps 1 KiB apart along the channels) nor the straight-line
+    // code vectorised: 41 us a call in a C harness, 21 us as a vectorised loop.
+    if (!row_contiguous_anywhere()) out_ << "      #pragma GCC unroll 1\n";
     out_ << "      for (int64_t j = 0; j < " << row << "; ++j) {\n";
     out_ << "        const int64_t c0 = j; (void)c0;\n";
     emit_pointwise_element("        ", "((r + (c1 - c1_begin)) * " + row + " + j)");

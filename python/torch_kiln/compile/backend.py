@@ -6,7 +6,8 @@
 Dynamo captures the graph; AOTAutograd makes the forward and backward graphs,
 decomposed to core ATen; each graph is lowered (graph_lowering.py) and handed
 to Kiln's graph compiler, which fuses its pointwise ops and reductions into
-kernels and runs the program on the current stream.
+kernels and runs the program on the current stream. After a graph's first
+call, its calls skip AOTAutograd's Python wrapper (program_function.py).
 
 Shapes are static: a new input shape compiles a new program under Dynamo's
 guards (dynamic=True is refused; see torch_kiln.bucketing to bound
@@ -93,7 +94,7 @@ def _dump(kind, gm, program, graph_index):
         file.write(program.fusion_text())
 
 
-def _compile_graph(kind, options, gm, example_inputs, graph=None):
+def _compile_graph(kind, options, graph, gm, example_inputs):
     start = time.perf_counter()
     if kind == "inference":
         expand_small_products(gm)  # before the key and the dump: they see the graph lowered
@@ -115,8 +116,7 @@ def _compile_graph(kind, options, gm, example_inputs, graph=None):
         warnings.warn(f"kiln: the compiled {kind} graph runs {', '.join(names)} eagerly "
                       "(fallback='eager'): the graph is split around them")
     runner = _Runner(program, lowered)
-    if graph is not None:
-        graph.record(kind, runner)
+    graph.record(kind, runner)
     return runner
 
 
@@ -166,9 +166,9 @@ def kiln(gm, example_inputs, mode=None, options=None):
     statistics.record_dynamo_graph()
     graph = CompiledGraph(gm, example_inputs)
     compiled = aot_autograd(
-        fw_compiler=functools.partial(_compile_graph, "forward", options, graph=graph),
-        bw_compiler=functools.partial(_compile_graph, "backward", options, graph=graph),
-        inference_compiler=functools.partial(_compile_graph, "inference", options, graph=graph),
+        fw_compiler=functools.partial(_compile_graph, "forward", options, graph),
+        bw_compiler=functools.partial(_compile_graph, "backward", options, graph),
+        inference_compiler=functools.partial(_compile_graph, "inference", options, graph),
         decompositions=decompositions(),
         keep_inference_input_mutations=True,
     )(gm, example_inputs)

@@ -1,8 +1,8 @@
 #include "kiln/aten/program/program_function.h"
 
 #include <ATen/Context.h>
-#include <c10/core/GradMode.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
@@ -25,6 +25,17 @@ std::vector<at::Tensor> program_inputs(c10::ArrayRef<at::Tensor> pool, const std
   for (int position : positions) inputs.push_back(pool[position]);
   inputs.insert(inputs.end(), constants.begin(), constants.end());
   return inputs;
+}
+
+// Runs the forward (or inference) program on the graph's arguments; returns
+// the forward graph's outputs, in order.
+std::vector<at::Tensor> run_forward(const ProgramFunctionSpec& spec, c10::ArrayRef<at::Tensor> arguments) {
+  std::vector<at::Tensor> results =
+      spec.forward->run(program_inputs(arguments, spec.forward_positions, spec.forward_constants));
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(spec.forward_results.size());
+  for (int index : spec.forward_results) outputs.push_back(results[index]);  // an index may repeat
+  return outputs;
 }
 
 // The gradient as the backward graph was traced to read it.
@@ -55,9 +66,8 @@ void refuse_second_backward(variable_list& gradients) {
 struct CompiledProgramFunction : torch::autograd::Function<CompiledProgramFunction> {
   static variable_list forward(AutogradContext* context, at::TensorList arguments,
                                const c10::intrusive_ptr<ProgramFunctionSpec>& spec) {
-    std::vector<at::Tensor> results =
-        spec->forward->run(program_inputs(arguments, spec->forward_positions, spec->forward_constants));
-    auto graph_output = [&](int index) -> const at::Tensor& { return results[spec->forward_results[index]]; };
+    std::vector<at::Tensor> graph_outputs = run_forward(*spec, arguments);
+    auto graph_output = [&](int index) -> const at::Tensor& { return graph_outputs[index]; };
     // A saved view of an intermediate is saved detached: the backward reads
     // its values, and autograd must not track its base.
     int saved_index = 0;
@@ -121,11 +131,8 @@ std::vector<at::Tensor> run_program_function(const c10::intrusive_ptr<ProgramFun
   }
   if (spec->backward == nullptr) {  // an inference graph: its program, without autograd
     c10::AutoGradMode no_gradient(false);
-    std::vector<at::Tensor> results =
-        spec->forward->run(program_inputs(arguments, spec->forward_positions, spec->forward_constants));
-    std::vector<at::Tensor> outputs;
-    outputs.reserve(spec->outputs);
-    for (int index = 0; index < spec->outputs; ++index) outputs.push_back(results[spec->forward_results[index]]);
+    std::vector<at::Tensor> outputs = run_forward(*spec, arguments);
+    outputs.resize(spec->outputs);
     return outputs;
   }
   return CompiledProgramFunction::apply(at::TensorList(arguments), spec);

@@ -2,6 +2,8 @@
 launch is bound on the first run and replayed with new data pointers on later
 runs (aten/program/bound_launch.h); a run whose inputs have other strides
 takes the full launcher. Every run must give the CPU's result."""
+import re
+
 import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -186,3 +188,23 @@ def test_a_copy_to_the_same_dtype_and_layout_is_read_through():
     expected_mean = mean.clone()
     torch.testing.assert_close(result.cpu(), copied_then_written(x, expected_mean))
     torch.testing.assert_close(mean_kiln.cpu(), expected_mean)
+
+
+def test_torch_profiler_shows_the_run_and_each_fused_kernel():
+    generator = torch.Generator().manual_seed(0)
+    x, row = torch.randn(6, 8, generator=generator), torch.randn(8, generator=generator)
+    program = make_program(pointwise_and_reduction, x, row)
+    inputs = [x.to("kiln"), row.to("kiln")]
+    program.run(inputs)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        program.run(inputs)
+        program.run(inputs)
+    counts = {}
+    for event in profile.events():
+        counts[event.name] = counts.get(event.name, 0) + 1
+    assert counts.get("kiln::compiled_program") == 2
+    kernels = {name: count for name, count in counts.items() if name.startswith("kiln::fused_")}
+    # One label per kernel, "kiln::fused_<kind>[<first 12 hex digits of its key>]", as the dump names it.
+    assert len(kernels) == program.statistics()["kernels"]
+    assert all(count == 2 for count in kernels.values())
+    assert all(re.fullmatch(r"kiln::fused_(pointwise|reduction|row)\[[0-9a-f]{12}\]", name) for name in kernels)

@@ -2,6 +2,7 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 #include <c10/util/strides.h>
 
@@ -41,6 +42,17 @@ std::string kernel_key(const compiler::FusedKernel& kernel) {
   text += "|results";
   for (ir::ValueId result : kernel.results) text += " " + std::to_string(result);
   return "fused:" + digest_hex(text);
+}
+
+// What torch.profiler shows for a fused kernel's step: its kind and the start
+// of its signature key, which KILN_DUMP_DIR's file names begin with.
+const char* fused_op_name(ir::KernelKind kind) {
+  const char* names[] = {kFusedPointwiseName, kFusedReductionName, kFusedRowName};
+  return names[static_cast<int>(kind)];
+}
+
+std::string kernel_label(const compiler::FusedKernel& kernel, const std::string& key) {
+  return std::string(fused_op_name(kernel.kind)) + "[" + key.substr(key.find(':') + 1, 12) + "]";
 }
 
 // Bytes of the storage a value spans: 1 + sum((size - 1) * stride) elements
@@ -84,6 +96,7 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
   fusion_ = compiler::fuse(graph);
   for (const compiler::FusedKernel& kernel : fusion_.kernels) {
     kernel_keys_.push_back(kernel_key(kernel));
+    kernel_labels_.push_back(kernel_label(kernel, kernel_keys_.back()));
     TORCH_CHECK(kernel.inputs.size() + kernel.outputs.size() <= ir::kMaxOperands,
                 "kiln: a fused kernel has more than ", ir::kMaxOperands, " operands");
     statistics_.fused_nodes += static_cast<int>(kernel.nodes.size());
@@ -208,6 +221,7 @@ void Program::bind_kernel(int index, const std::vector<compiled::RecordedLaunch>
 
 void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const {
   const compiler::FusedKernel& kernel = fusion_.kernels[index];
+  RECORD_FUNCTION(kernel_labels_[index], c10::ArrayRef<const c10::IValue>());
   c10::SmallVector<at::Tensor, 4> outputs;
   for (ir::GraphValueId output : kernel.outputs) {
     values[output] = allocate(output, arena);
@@ -215,8 +229,7 @@ void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::T
   }
   const BoundLaunch* bound = bound_[index].load(std::memory_order_acquire);
   if (bound != nullptr && bound->matches(values, kernel.inputs)) {
-    const char* names[] = {kFusedPointwiseName, kFusedReductionName, kFusedRowName};
-    const char* name = names[static_cast<int>(kernel.kind)];
+    const char* name = fused_op_name(kernel.kind);
     record_static_op(name, OpPath::kCompiled);
     bound->launch(current_runtime_stream(description_.device_index), name, values, kernel.inputs, outputs);
     return;
@@ -262,6 +275,7 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
   const ir::Graph& graph = description_.graph;
   TORCH_CHECK(inputs.size() == graph.inputs.size(), "kiln: the compiled graph takes ", graph.inputs.size(),
               " tensors, got ", inputs.size());
+  RECORD_FUNCTION("kiln::compiled_program", c10::ArrayRef<const c10::IValue>());
   std::vector<at::Tensor> values(graph.values.size());
   const c10::Device device(c10::DeviceType::PrivateUse1, description_.device_index);
   std::vector<std::pair<size_t, at::Tensor>> moved;  // inputs that run as kiln copies, and the copies

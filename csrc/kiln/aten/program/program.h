@@ -90,6 +90,7 @@ class Program {
   std::string input_graph_text_;
   compiler::FusionResult fusion_;
   std::vector<std::string> kernel_keys_;              // per kernel, its signature key
+  std::vector<std::string> kernel_labels_;            // per kernel, its name in torch.profiler
   std::vector<std::vector<ir::GraphValueId>> releases_;  // per step, values last read there
   std::vector<int64_t> arena_offsets_;                   // per value: bytes into the arena, or -1
   ProgramStatistics statistics_;

@@ -96,6 +96,7 @@ ExternCall extern_call_from(const py::dict& node) {
     call.arguments.push_back(is_tensor[i] ? c10::IValue()
                                           : torch::jit::toIValue(arguments[i], schema.arguments()[i].type()));
   }
+  call.choose_direct();
   if (!node["static_view"].is_none()) {
     py::tuple layouts = node["static_view"];
     auto layout_from = [](const py::handle& handle) {

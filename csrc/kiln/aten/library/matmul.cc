@@ -9,6 +9,7 @@
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/mm.h>
 
+#include "kiln/aten/library/direct_gemm.h"
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
@@ -104,8 +105,12 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   check_matrices(self, mat2);
   check_out_dtype(out, self);
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
-  launch("aten::mm.out", out, {self, mat2}, bytes_touched({&self, &mat2, &out}),
-         matmul_flops(1, self.size(0), self.size(1), mat2.size(1)),
+  const size_t bytes = bytes_touched({&self, &mat2, &out});
+  const double flops = matmul_flops(1, self.size(0), self.size(1), mat2.size(1));
+  if (launch_direct_gemm("aten::mm.out", self, mat2, nullptr, 0, 1, out, is_small_library_call(flops, bytes))) {
+    return out;
+  }
+  launch("aten::mm.out", out, {self, mat2}, bytes, flops,
          [](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::mm_out(result, in[0], in[1]);
          });
@@ -122,9 +127,14 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
   std::vector<int64_t> shape = {mat1.size(0), mat2.size(1)};
   check_bias(self, shape);
   at::native::resize_output(out, shape);
-  launch("aten::addmm.out", out, {self, mat1, mat2},
-         bytes_touched({&self, &mat1, &mat2, &out}),
-         matmul_flops(1, mat1.size(0), mat1.size(1), mat2.size(1)),
+  const size_t bytes = bytes_touched({&self, &mat1, &mat2, &out});
+  const double flops = matmul_flops(1, mat1.size(0), mat1.size(1), mat2.size(1));
+  if (!beta.isComplex() && !alpha.isComplex() &&
+      launch_direct_gemm("aten::addmm.out", mat1, mat2, &self, beta.toDouble(), alpha.toDouble(), out,
+                         is_small_library_call(flops, bytes))) {
+    return out;
+  }
+  launch("aten::addmm.out", out, {self, mat1, mat2}, bytes, flops,
          [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::addmm_out(result, in[0], in[1], in[2], beta, alpha);
          });

@@ -1,7 +1,12 @@
 #include "kiln/aten/program/extern_call.h"
 
+#include <ATen/ops/empty.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
+
+#include <array>
+
+#include "kiln/aten/library/library_kernels.h"
 
 namespace kiln::torch_integration::program {
 namespace {
@@ -48,6 +53,41 @@ at::Tensor make_view(const at::Tensor& base, const ExternCall::Layout& layout) {
 
 }  // namespace
 
+void ExternCall::choose_direct() {
+  const c10::OperatorName& name = op->operator_name();
+  if (name.overload_name.empty() && name.name == "aten::mm") direct = Direct::kMm;
+  if (name.overload_name.empty() && name.name == "aten::addmm") direct = Direct::kAddmm;
+}
+
+bool ExternCall::run_direct(std::vector<at::Tensor>& values) const {
+  const size_t tensors = direct == Direct::kMm ? 2 : 3;
+  if (tensor_arguments.size() != tensors) return false;
+  std::array<const at::Tensor*, 3> operands{};
+  for (size_t i = 0; i < tensors; ++i) {
+    const TensorArgument& argument = tensor_arguments[i];
+    if (argument.kind != TensorArgument::Kind::kSingle || argument.position != static_cast<int>(i) ||
+        argument.values[0] == ir::kNoValue) {
+      return false;
+    }
+    operands[i] = &values[argument.values[0]];
+    if (!operands[i]->defined()) return false;
+  }
+  const at::Tensor& mat1 = *operands[direct == Direct::kMm ? 0 : 1];
+  const at::Tensor& mat2 = *operands[direct == Direct::kMm ? 1 : 2];
+  for (size_t i = 0; i < tensors; ++i) {
+    if (operands[i]->device() != mat1.device() || operands[i]->scalar_type() != mat1.scalar_type()) return false;
+  }
+  if (!mat1.device().is_privateuseone() || mat1.dim() != 2 || mat2.dim() != 2) return false;
+  at::Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options());
+  if (direct == Direct::kMm) {
+    library::mm_out(mat1, mat2, out);
+  } else {
+    library::addmm_out(*operands[0], mat1, mat2, arguments[3].toScalar(), arguments[4].toScalar(), out);
+  }
+  values[results.front().value] = std::move(out);
+  return true;
+}
+
 void ExternCall::run(std::vector<at::Tensor>& values) const {
   if (static_view) {
     const at::Tensor& base = values[tensor_arguments.front().values.front()];
@@ -55,6 +95,13 @@ void ExternCall::run(std::vector<at::Tensor>& values) const {
       values[results.front().value] = make_view(base, static_view->view_layout);
       return;
     }
+  }
+  try {
+    if (direct != Direct::kNone && run_direct(values)) return;
+  } catch (c10::Error& error) {
+    error.add_context("in the compiled graph's call of " + label +
+                      (source_line.empty() ? std::string() : " from " + source_line));
+    throw;
   }
   torch::jit::Stack stack = arguments;
   for (const TensorArgument& argument : tensor_arguments) {

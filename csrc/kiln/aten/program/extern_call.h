@@ -47,7 +47,14 @@ struct ExternCall {
     Layout view_layout;
   };
 
+  // mm and addmm whose operands qualify at the call: run() calls the
+  // library's out= kernel itself, skipping the dispatcher and ATen's
+  // structured wrapper (which infers the output's meta, allocates the output
+  // and dispatches again). Set by choose_direct().
+  enum class Direct : uint8_t { kNone, kMm, kAddmm };
+
   std::optional<c10::OperatorHandle> op;
+  Direct direct = Direct::kNone;
   std::optional<StaticView> static_view;  // cleared for views that are graph outputs
   std::string label;         // "aten::mm", for errors
   std::string source_line;   // the user's line that made the node, for errors
@@ -58,6 +65,14 @@ struct ExternCall {
   // Calls the op on `values`, writing its results into `values`. An error of
   // the op is raised with the node and the user's source line added.
   void run(std::vector<at::Tensor>& values) const;
+
+  // Sets `direct` from `op` (call once `op` and `arguments` are set).
+  void choose_direct();
+
+ private:
+  // The direct call of `direct`; false (nothing run) when an operand does not
+  // qualify, and the dispatcher then raises or runs the op as usual.
+  bool run_direct(std::vector<at::Tensor>& values) const;
 };
 
 }  // namespace kiln::torch_integration::program

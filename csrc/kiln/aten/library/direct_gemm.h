@@ -1,0 +1,30 @@
+// Matrix products handed straight to BLAS.
+//
+// The library path's matmul family otherwise runs ATen's CPU kernel on host
+// aliases of the kiln tensors (matmul.cc): a dispatcher call, the structured
+// kernel's checks, a TensorIterator copy of the bias into the output and four
+// alias tensors, around a BLAS call that itself takes a few microseconds for
+// the matrices of a small model. Here the same BLAS routine (the Fortran
+// sgemm_ and dgemm_ that libtorch_cpu exports: MKL in PyTorch's wheels) is
+// called on the kiln tensors' memory with the transposes ATen's CPU addmm
+// would choose, after the bias is written into the output as ATen writes it,
+// so the results are ATen's bit for bit.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace kiln::torch_integration::library {
+
+// Launches out = beta * bias + alpha * (a @ b) on out's stream, for a [m, k],
+// b [k, n] and out [m, n] already checked (devices, shapes, dtypes; bias
+// broadcastable to [m, n], or null for mm, where beta is ignored). Returns
+// false, launching nothing, when the product cannot go to BLAS directly: a
+// dtype other than float32 and float64, a lazily conjugated or negated view,
+// an operand with no unit stride, an empty dim, sizes beyond BLAS's 32-bit
+// integers, an output that shares memory with a or b, or no BLAS exported by
+// the process. `small`: the call runs on the calling thread alone
+// (library_threads.h).
+bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias,
+                        double beta, double alpha, const at::Tensor& out, bool small);
+
+}  // namespace kiln::torch_integration::library

@@ -1,0 +1,146 @@
+"""mm and addmm handed straight to BLAS (library/direct_gemm.h), eager and in
+compiled programs: every result must equal PyTorch's CPU result bit for bit,
+since both make the same BLAS call. Layouts BLAS cannot read directly, outputs
+that share memory with an input, and other dtypes take ATen's kernel and must
+match too."""
+import pytest
+import torch
+
+import torch_kiln
+
+FLOATS = [torch.float32, torch.float64]
+
+
+def sample(shape, dtype, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+def layouts(matrix):
+    """The matrix contiguous, column-major, sliced out of a wider one (a
+    leading dimension larger than its width), and with every other row."""
+    rows, cols = matrix.shape
+    wide = torch.zeros(rows, cols + 3, dtype=matrix.dtype)
+    wide[:, :cols] = matrix
+    tall = torch.zeros(2 * rows, cols, dtype=matrix.dtype)
+    tall[::2] = matrix
+    return {"contiguous": matrix, "column-major": matrix.t().contiguous().t(),
+            "sliced": wide[:, :cols], "every other row": tall[::2]}
+
+
+def on_kiln(tensor):
+    """A kiln copy of `tensor` with its strides (.to() would make it dense)."""
+    result = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype, device="kiln")
+    result.copy_(tensor)
+    return result
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("sizes", [(5, 3, 4), (1, 3, 4), (5, 1, 4), (5, 3, 1), (64, 32, 64)])
+@pytest.mark.parametrize("a_layout", ["contiguous", "column-major", "sliced", "every other row"])
+@pytest.mark.parametrize("b_layout", ["contiguous", "column-major", "sliced"])
+def test_mm_equals_the_cpu_bit_for_bit(dtype, sizes, a_layout, b_layout):
+    m, k, n = sizes
+    a = layouts(sample((m, k), dtype))[a_layout]
+    b = layouts(sample((k, n), dtype, 1))[b_layout]
+    assert torch.equal(torch.mm(on_kiln(a), on_kiln(b)).cpu(), torch.mm(a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bias_shape", [(), (1,), (6,), (1, 6), (4, 1), (4, 6), "transposed"])
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, -2), (0, 1), (1, 0)])
+def test_addmm_equals_the_cpu_bit_for_bit(dtype, bias_shape, beta, alpha):
+    a, b = sample((4, 3), dtype), sample((3, 6), dtype, 1)
+    bias = sample((6, 4), dtype, 2).t() if bias_shape == "transposed" else sample(bias_shape, dtype, 2)
+    expected = torch.addmm(bias, a, b, beta=beta, alpha=alpha)
+    result = torch.addmm(on_kiln(bias), on_kiln(a), on_kiln(b), beta=beta, alpha=alpha)
+    assert torch.equal(result.cpu(), expected)
+
+
+def test_beta_zero_ignores_nan_in_the_bias_and_alpha_zero_nan_in_the_matrices():
+    a, b = sample((4, 3), torch.float32), sample((3, 6), torch.float32, 1)
+    bias = torch.full((6,), float("nan"))
+    assert torch.equal(torch.addmm(on_kiln(bias), on_kiln(a), on_kiln(b), beta=0).cpu(), a @ b)
+    nan_matrix = torch.full((4, 3), float("nan"))
+    ones = torch.ones(6)
+    assert torch.equal(torch.addmm(on_kiln(ones), on_kiln(nan_matrix), on_kiln(b), alpha=0).cpu(),
+                       torch.addmm(ones, nan_matrix, b, alpha=0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_in_place_addmm_reads_its_own_values(dtype):
+    a, b = sample((4, 3), dtype), sample((3, 4), dtype, 1)
+    accumulator = sample((4, 4), dtype, 2)
+    device_accumulator = on_kiln(accumulator)
+    device_accumulator.addmm_(on_kiln(a), on_kiln(b), beta=0.5, alpha=2)
+    assert torch.equal(device_accumulator.cpu(), accumulator.addmm(a, b, beta=0.5, alpha=2))
+    transposed = sample((4, 4), dtype, 3).t()  # the output is column-major: ATen's kernel
+    device_transposed = on_kiln(transposed)
+    device_transposed.addmm_(on_kiln(a), on_kiln(b))
+    assert torch.equal(device_transposed.cpu(), transposed.clone().addmm_(a, b))
+
+
+def test_an_output_on_the_storage_of_an_input():
+    a, b = sample((4, 4), torch.float32), sample((4, 4), torch.float32, 1)
+    storage = on_kiln(torch.zeros(4, 8))
+    left, right = storage[:, :4], storage[:, 4:]
+    left.copy_(on_kiln(a))
+    torch.mm(left, on_kiln(b), out=right)  # BLAS is not handed memory it reads
+    assert torch.equal(right.cpu(), a @ b)
+    assert torch.equal(left.cpu(), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.int64, torch.bfloat16])
+def test_other_dtypes_take_atens_kernel(dtype):
+    a = sample((4, 3), torch.float32).to(dtype) if dtype != torch.int64 else torch.arange(12).view(4, 3)
+    b = sample((3, 5), torch.float32, 1).to(dtype) if dtype != torch.int64 else torch.arange(15).view(3, 5)
+    torch.testing.assert_close(torch.mm(on_kiln(a), on_kiln(b)).cpu(), torch.mm(a, b))
+
+
+def test_conjugate_and_negative_views_take_atens_kernel():
+    a, b = sample((4, 3), torch.complex64), sample((3, 5), torch.complex64, 1)
+    assert torch.equal(torch.mm(on_kiln(a).conj(), on_kiln(b)).cpu(), torch.mm(a.conj(), b))
+
+
+@pytest.mark.parametrize("sizes", [(0, 3, 4), (5, 0, 4), (5, 3, 0)])
+def test_empty_dims(sizes):
+    m, k, n = sizes
+    a, b, bias = sample((m, k), torch.float32), sample((k, n), torch.float32, 1), sample((n,), torch.float32, 2)
+    assert torch.equal(torch.addmm(on_kiln(bias), on_kiln(a), on_kiln(b), beta=0.5).cpu(),
+                       torch.addmm(bias, a, b, beta=0.5))
+
+
+class Projections(torch.nn.Module):
+    """Products a compiled graph keeps on the library path: linear layers
+    (addmm and mm of a transposed weight) and a product of an activation with
+    itself whose six columns fill no vector (small_products.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(8, 16)
+        self.second = torch.nn.Linear(16, 6, bias=False)
+
+    def forward(self, inputs):
+        projected = self.second(torch.relu(self.first(inputs)))
+        return projected.t() @ projected
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("grad", [False, True])
+def test_compiled_programs_call_the_library_directly_and_match_the_cpu(dtype, grad):
+    torch.manual_seed(0)
+    model = Projections().to(dtype)
+    inputs = sample((12, 8), dtype)
+    device_model = Projections().to(dtype).to("kiln")
+    device_model.load_state_dict(model.state_dict())
+    compiled = torch.compile(device_model, backend="kiln", dynamic=False)
+    with torch.set_grad_enabled(grad):
+        expected = model(inputs)
+        for _ in range(3):  # the first call runs through AOTAutograd, later ones the C++ runtime
+            result = compiled(on_kiln(inputs))
+            assert torch.equal(result.detach().cpu(), expected.detach())
+    if grad:
+        expected.sum().backward()
+        result.sum().backward()
+        device_parameters = dict(device_model.named_parameters())
+        for name, parameter in model.named_parameters():
+            torch.testing.assert_close(device_parameters[name].grad.cpu(), parameter.grad)

@@ -1,6 +1,7 @@
-"""mm and addmm handed straight to BLAS (library/direct_gemm.h), eager and in
-compiled programs: every result must equal PyTorch's CPU result bit for bit,
-since both make the same BLAS call. Layouts BLAS cannot read directly, outputs
+"""The matmul family handed straight to BLAS (library/direct_gemm.h), eager
+and in compiled programs: every mm and addmm result must equal PyTorch's CPU
+result bit for bit, since both make the same BLAS call (bmm and baddbmm to
+rounding: ATen's bmm takes other routes). Layouts BLAS cannot read directly, outputs
 that share memory with an input, and other dtypes take ATen's kernel and must
 match too."""
 import pytest
@@ -107,6 +108,52 @@ def test_empty_dims(sizes):
     a, b, bias = sample((m, k), torch.float32), sample((k, n), torch.float32, 1), sample((n,), torch.float32, 2)
     assert torch.equal(torch.addmm(on_kiln(bias), on_kiln(a), on_kiln(b), beta=0.5).cpu(),
                        torch.addmm(bias, a, b, beta=0.5))
+
+
+# A batch of matrices contiguous, transposed within each matrix, with the
+# batch dim innermost in memory (a permuted tensor), and one matrix expanded
+# along the batch (batch stride 0); made by the same view ops on either device.
+BATCHED_LAYOUTS = {
+    "contiguous": lambda batch: batch,
+    "transposed": lambda batch: batch.transpose(1, 2).contiguous().transpose(1, 2),
+    "batch innermost": lambda batch: batch.permute(1, 2, 0).contiguous().permute(2, 0, 1),
+    "expanded": lambda batch: batch[:1].expand(batch.shape),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("sizes", [(3, 5, 4, 6), (4, 16, 8, 16), (1, 1, 3, 2)])
+@pytest.mark.parametrize("first_layout", ["contiguous", "transposed", "batch innermost", "expanded"])
+@pytest.mark.parametrize("second_layout", ["contiguous", "transposed", "expanded"])
+def test_bmm_matches_the_cpu(dtype, sizes, first_layout, second_layout):
+    batches, m, k, n = sizes
+    first, second = sample((batches, m, k), dtype), sample((batches, k, n), dtype, 1)
+    make_first, make_second = BATCHED_LAYOUTS[first_layout], BATCHED_LAYOUTS[second_layout]
+    result = torch.bmm(make_first(first.to("kiln")), make_second(second.to("kiln")))
+    torch.testing.assert_close(result.cpu(), torch.bmm(make_first(first), make_second(second)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bias_shape", [(), (6,), (4, 6), (3, 1, 6), (3, 4, 6), "transposed"])
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, -2), (0, 1)])
+def test_baddbmm_matches_the_cpu(dtype, bias_shape, beta, alpha):
+    first, second = sample((3, 4, 5), dtype), sample((3, 5, 6), dtype, 1)
+    bias = (sample((3, 6, 4), dtype, 2).transpose(1, 2) if bias_shape == "transposed"
+            else sample(bias_shape, dtype, 2))
+    expected = torch.baddbmm(bias, first, second, beta=beta, alpha=alpha)
+    result = torch.baddbmm(on_kiln(bias), on_kiln(first), on_kiln(second), beta=beta, alpha=alpha)
+    torch.testing.assert_close(result.cpu(), expected)
+
+
+def test_in_place_baddbmm_and_a_batched_output_out_of_order():
+    first, second = sample((3, 4, 5), torch.float32), sample((3, 5, 6), torch.float32, 1)
+    accumulator = sample((3, 4, 6), torch.float32, 2)
+    device_accumulator = on_kiln(accumulator)
+    device_accumulator.baddbmm_(on_kiln(first), on_kiln(second), beta=0.5)
+    torch.testing.assert_close(device_accumulator.cpu(), accumulator.baddbmm(first, second, beta=0.5))
+    out = torch.zeros(4, 3, 6, device="kiln").transpose(0, 1)  # matrices interleaved row by row
+    torch.bmm(on_kiln(first), on_kiln(second), out=out)
+    torch.testing.assert_close(out.cpu(), torch.bmm(first, second))
 
 
 class Projections(torch.nn.Module):

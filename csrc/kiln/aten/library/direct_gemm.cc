@@ -48,32 +48,32 @@ std::optional<BlasOperand> transposed_view(int64_t rows, int64_t cols, int64_t r
 bool fits_blas(int64_t value) { return value >= 0 && value <= INT_MAX; }
 
 // Everything the queued call needs, fixed at launch: the caller may restride
-// a tensor in place (t_()) before the stream runs the work.
+// a tensor in place (t_()) before the stream runs the work. Matrices are
+// `batches` deep (1 for mm and addmm), each `*_batch_stride` elements apart.
 struct GemmCall {
   at::Tensor a, b, bias, out;  // kept alive until the work ran
   at::ScalarType dtype;
+  int64_t batches = 1;
   int m = 0, n = 0, k = 0;
   BlasOperand a_view, b_view;
+  int64_t a_batch_stride = 0, b_batch_stride = 0, out_batch_stride = 0;
   int64_t out_leading = 1;
-  int64_t bias_row_stride = 0, bias_col_stride = 0;  // bias broadcast to [m, n]
-  bool fill_bias = false;  // write the bias into out before the gemm
+  int64_t bias_strides[3] = {0, 0, 0};  // batch, row, column: the bias broadcast to [batches, m, n]
+  bool fill_bias = false;  // write the bias into out before each gemm
   double alpha = 1;
   double beta = 0;  // BLAS's: 0 unless out holds the bias when the gemm runs
-  bool small = true;
 
   // out[i, j] = bias[i, j] (broadcast): what ATen's addmm copies in before
   // its gemm, whose beta then scales it.
   template <typename T>
-  void write_bias() const {
-    const T* source = bias.const_data_ptr<T>();
-    T* target = out.mutable_data_ptr<T>();
+  void write_bias(const T* source, T* target) const {
     for (int64_t i = 0; i < m; ++i) {
-      const T* row = source + i * bias_row_stride;
+      const T* row = source + i * bias_strides[1];
       T* destination = target + i * out_leading;
-      if (bias_col_stride == 1) {
+      if (bias_strides[2] == 1) {
         std::memcpy(destination, row, sizeof(T) * n);
       } else {
-        for (int64_t j = 0; j < n; ++j) destination[j] = row[j * bias_col_stride];
+        for (int64_t j = 0; j < n; ++j) destination[j] = row[j * bias_strides[2]];
       }
     }
   }
@@ -81,16 +81,20 @@ struct GemmCall {
   // Row-major out = A B is column-major out^T = B^T A^T: B's view first.
   template <typename T, typename Gemm>
   void run(Gemm gemm) const {
-    if (fill_bias) write_bias<T>();
     const T typed_alpha = static_cast<T>(alpha);
     const T typed_beta = static_cast<T>(beta);
     const int lda = static_cast<int>(a_view.leading), ldb = static_cast<int>(b_view.leading);
     const int ldc = static_cast<int>(out_leading);
-    gemm(&b_view.transpose, &a_view.transpose, &n, &m, &k, &typed_alpha, b.const_data_ptr<T>(), &ldb,
-         a.const_data_ptr<T>(), &lda, &typed_beta, out.mutable_data_ptr<T>(), &ldc);
+    for (int64_t batch = 0; batch < batches; ++batch) {
+      T* target = out.mutable_data_ptr<T>() + batch * out_batch_stride;
+      if (fill_bias) write_bias<T>(bias.const_data_ptr<T>() + batch * bias_strides[0], target);
+      gemm(&b_view.transpose, &a_view.transpose, &n, &m, &k, &typed_alpha,
+           b.const_data_ptr<T>() + batch * b_batch_stride, &ldb, a.const_data_ptr<T>() + batch * a_batch_stride,
+           &lda, &typed_beta, target, &ldc);
+    }
   }
 
-  void operator()() const {
+  void operator()(bool small) const {
     LibraryThreadScope threads(small);
     if (dtype == at::kFloat) {
       run<float>(sgemm_);
@@ -109,29 +113,42 @@ bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor&
   const at::ScalarType dtype = out.scalar_type();
   if (dtype == at::kFloat ? sgemm_ == nullptr : dtype != at::kDouble || dgemm_ == nullptr) return false;
   if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg()) return false;
-  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || n == 0 || k == 0 || !fits_blas(m) || !fits_blas(n) || !fits_blas(k)) return false;
+  const int64_t rank = a.dim();  // 2: mm and addmm, 3: bmm and baddbmm
+  const int64_t batches = rank == 3 ? a.size(0) : 1;
+  const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
+  if (batches == 0 || m == 0 || n == 0 || k == 0 || !fits_blas(m) || !fits_blas(n) || !fits_blas(k)) return false;
   if (shares_memory(out, a) || shares_memory(out, b)) return false;
 
   GemmCall call;
-  const std::optional<BlasOperand> a_view = transposed_view(m, k, a.stride(0), a.stride(1));
-  const std::optional<BlasOperand> b_view = transposed_view(k, n, b.stride(0), b.stride(1));
-  const std::optional<BlasOperand> out_view = transposed_view(m, n, out.stride(0), out.stride(1));
+  const std::optional<BlasOperand> a_view = transposed_view(m, k, a.stride(rank - 2), a.stride(rank - 1));
+  const std::optional<BlasOperand> b_view = transposed_view(k, n, b.stride(rank - 2), b.stride(rank - 1));
+  const std::optional<BlasOperand> out_view = transposed_view(m, n, out.stride(rank - 2), out.stride(rank - 1));
   if (!a_view || !b_view || !out_view || out_view->transpose != 'N') return false;
   if (!fits_blas(a_view->leading) || !fits_blas(b_view->leading) || !fits_blas(out_view->leading)) return false;
+  if (rank == 3) {
+    call.a_batch_stride = a.stride(0);
+    call.b_batch_stride = b.stride(0);
+    call.out_batch_stride = out.stride(0);
+    // One output matrix may not overlap the next: BLAS would race with itself.
+    if (batches > 1 && call.out_batch_stride < m * out_view->leading) return false;
+  }
 
   if (bias != nullptr && beta != 0) {
+    const at::Tensor& source = *bias;
+    if (source.is_conj() || source.is_neg() || source.scalar_type() != dtype || source.dim() > rank) return false;
     call.fill_bias = true;
     call.beta = beta;
-    const at::Tensor& source = *bias;
-    if (source.is_conj() || source.is_neg() || source.scalar_type() != dtype) return false;
-    const int64_t dims = source.dim();
-    if (dims >= 1 && source.size(dims - 1) != 1) call.bias_col_stride = source.stride(dims - 1);
-    if (dims == 2 && source.size(0) != 1) call.bias_row_stride = source.stride(0);
+    // The bias's dims align with the output's last dims; a dim of size 1 broadcasts.
+    for (int64_t dim = 0; dim < source.dim(); ++dim) {
+      const int64_t slot = 3 - source.dim() + dim;
+      if (source.size(dim) != 1) call.bias_strides[slot] = source.stride(dim);
+    }
     if (shares_memory(source, out)) {
-      // addmm_(): the bias is the output itself, already in place.
-      const bool in_place = source.data_ptr() == out.data_ptr() && call.bias_col_stride == out.stride(1) &&
-                            call.bias_row_stride == out.stride(0);
+      // addmm_() and baddbmm_(): the bias is the output itself, already in place.
+      bool in_place = source.data_ptr() == out.data_ptr() && source.dim() == rank;
+      for (int64_t dim = 0; dim < rank && in_place; ++dim) {
+        in_place = call.bias_strides[3 - rank + dim] == out.stride(dim);
+      }
       if (!in_place) return false;
       call.fill_bias = false;
     }
@@ -141,6 +158,7 @@ bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor&
   call.b = b;
   call.out = out;
   call.dtype = dtype;
+  call.batches = batches;
   call.m = static_cast<int>(m);
   call.n = static_cast<int>(n);
   call.k = static_cast<int>(k);
@@ -148,10 +166,9 @@ bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor&
   call.b_view = *b_view;
   call.out_leading = out_view->leading;
   call.alpha = alpha;
-  call.small = small;
   const size_t bytes = a.nbytes() + b.nbytes() + out.nbytes() + (bias != nullptr ? bias->nbytes() : 0);
-  check_status(stream_of(out).launch(name, launch_bytes(small, bytes), [call = std::move(call)]() {
-    call();
+  check_status(stream_of(out).launch(name, launch_bytes(small, bytes), [call = std::move(call), small]() {
+    call(small);
     return Status();
   }));
   return true;

@@ -8,7 +8,9 @@
 // sgemm_ and dgemm_ that libtorch_cpu exports: MKL in PyTorch's wheels) is
 // called on the kiln tensors' memory with the transposes ATen's CPU addmm
 // would choose, after the bias is written into the output as ATen writes it,
-// so the results are ATen's bit for bit.
+// so the results of mm and addmm are ATen's bit for bit. (ATen's bmm runs
+// products below 400 multiply-adds as plain loops and larger batches through
+// MKL's batched gemm, so bmm's last bits can differ from the CPU's.)
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -16,11 +18,13 @@
 namespace kiln::torch_integration::library {
 
 // Launches out = beta * bias + alpha * (a @ b) on out's stream, for a [m, k],
-// b [k, n] and out [m, n] already checked (devices, shapes, dtypes; bias
-// broadcastable to [m, n], or null for mm, where beta is ignored). Returns
-// false, launching nothing, when the product cannot go to BLAS directly: a
-// dtype other than float32 and float64, a lazily conjugated or negated view,
-// an operand with no unit stride, an empty dim, sizes beyond BLAS's 32-bit
+// b [k, n] and out [m, n] (mm, addmm), or the same with a leading batch dim
+// (bmm, baddbmm), already checked (devices, shapes, dtypes; bias
+// broadcastable to out, or null for mm and bmm, where beta is ignored).
+// Returns false, launching nothing, when the product cannot go to BLAS
+// directly: a dtype other than float32 and float64, a lazily conjugated or
+// negated view, a matrix with no unit stride, an output that is not row-major
+// or whose matrices overlap, an empty dim, sizes beyond BLAS's 32-bit
 // integers, an output that shares memory with a or b, or no BLAS exported by
 // the process. `small`: the call runs on the calling thread alone
 // (library_threads.h).

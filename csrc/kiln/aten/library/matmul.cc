@@ -147,8 +147,12 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
   check_batches(self, mat2);
   check_out_dtype(out, self);
   at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
-  launch("aten::bmm.out", out, {self, mat2}, bytes_touched({&self, &mat2, &out}),
-         matmul_flops(self.size(0), self.size(1), self.size(2), mat2.size(2)),
+  const size_t bytes = bytes_touched({&self, &mat2, &out});
+  const double flops = matmul_flops(self.size(0), self.size(1), self.size(2), mat2.size(2));
+  if (launch_direct_gemm("aten::bmm.out", self, mat2, nullptr, 0, 1, out, is_small_library_call(flops, bytes))) {
+    return out;
+  }
+  launch("aten::bmm.out", out, {self, mat2}, bytes, flops,
          [](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::bmm_out(result, in[0], in[1]);
          });
@@ -166,9 +170,14 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
   std::vector<int64_t> shape = {batch1.size(0), batch1.size(1), batch2.size(2)};
   check_bias(self, shape);
   at::native::resize_output(out, shape);
-  launch("aten::baddbmm.out", out, {self, batch1, batch2},
-         bytes_touched({&self, &batch1, &batch2, &out}),
-         matmul_flops(batch1.size(0), batch1.size(1), batch1.size(2), batch2.size(2)),
+  const size_t bytes = bytes_touched({&self, &batch1, &batch2, &out});
+  const double flops = matmul_flops(batch1.size(0), batch1.size(1), batch1.size(2), batch2.size(2));
+  if (!beta.isComplex() && !alpha.isComplex() &&
+      launch_direct_gemm("aten::baddbmm.out", batch1, batch2, &self, beta.toDouble(), alpha.toDouble(), out,
+                         is_small_library_call(flops, bytes))) {
+    return out;
+  }
+  launch("aten::baddbmm.out", out, {self, batch1, batch2}, bytes, flops,
          [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::baddbmm_out(result, in[0], in[1], in[2], beta, alpha);
          });

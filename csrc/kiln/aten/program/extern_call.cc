@@ -55,12 +55,17 @@ at::Tensor make_view(const at::Tensor& base, const ExternCall::Layout& layout) {
 
 void ExternCall::choose_direct() {
   const c10::OperatorName& name = op->operator_name();
-  if (name.overload_name.empty() && name.name == "aten::mm") direct = Direct::kMm;
-  if (name.overload_name.empty() && name.name == "aten::addmm") direct = Direct::kAddmm;
+  if (!name.overload_name.empty()) return;
+  if (name.name == "aten::mm") direct = Direct::kMm;
+  if (name.name == "aten::addmm") direct = Direct::kAddmm;
+  if (name.name == "aten::bmm") direct = Direct::kBmm;
+  if (name.name == "aten::baddbmm") direct = Direct::kBaddbmm;
 }
 
 bool ExternCall::run_direct(std::vector<at::Tensor>& values) const {
-  const size_t tensors = direct == Direct::kMm ? 2 : 3;
+  const bool biased = direct == Direct::kAddmm || direct == Direct::kBaddbmm;
+  const int64_t rank = direct == Direct::kMm || direct == Direct::kAddmm ? 2 : 3;
+  const size_t tensors = biased ? 3 : 2;
   if (tensor_arguments.size() != tensors) return false;
   std::array<const at::Tensor*, 3> operands{};
   for (size_t i = 0; i < tensors; ++i) {
@@ -72,17 +77,29 @@ bool ExternCall::run_direct(std::vector<at::Tensor>& values) const {
     operands[i] = &values[argument.values[0]];
     if (!operands[i]->defined()) return false;
   }
-  const at::Tensor& mat1 = *operands[direct == Direct::kMm ? 0 : 1];
-  const at::Tensor& mat2 = *operands[direct == Direct::kMm ? 1 : 2];
+  const at::Tensor& mat1 = *operands[biased ? 1 : 0];
+  const at::Tensor& mat2 = *operands[biased ? 2 : 1];
   for (size_t i = 0; i < tensors; ++i) {
     if (operands[i]->device() != mat1.device() || operands[i]->scalar_type() != mat1.scalar_type()) return false;
   }
-  if (!mat1.device().is_privateuseone() || mat1.dim() != 2 || mat2.dim() != 2) return false;
-  at::Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options());
-  if (direct == Direct::kMm) {
-    library::mm_out(mat1, mat2, out);
-  } else {
-    library::addmm_out(*operands[0], mat1, mat2, arguments[3].toScalar(), arguments[4].toScalar(), out);
+  if (!mat1.device().is_privateuseone() || mat1.dim() != rank || mat2.dim() != rank) return false;
+  at::Tensor out = rank == 2 ? at::empty({mat1.size(0), mat2.size(1)}, mat1.options())
+                             : at::empty({mat1.size(0), mat1.size(1), mat2.size(2)}, mat1.options());
+  switch (direct) {
+    case Direct::kMm:
+      library::mm_out(mat1, mat2, out);
+      break;
+    case Direct::kAddmm:
+      library::addmm_out(*operands[0], mat1, mat2, arguments[3].toScalar(), arguments[4].toScalar(), out);
+      break;
+    case Direct::kBmm:
+      library::bmm_out(mat1, mat2, out);
+      break;
+    case Direct::kBaddbmm:
+      library::baddbmm_out(*operands[0], mat1, mat2, arguments[3].toScalar(), arguments[4].toScalar(), out);
+      break;
+    case Direct::kNone:
+      return false;
   }
   values[results.front().value] = std::move(out);
   return true;

@@ -47,11 +47,12 @@ struct ExternCall {
     Layout view_layout;
   };
 
-  // mm and addmm whose operands qualify at the call: run() calls the
+  // The matmul family (mm, addmm, bmm, baddbmm) whose operands qualify at
+  // the call: run() calls the
   // library's out= kernel itself, skipping the dispatcher and ATen's
   // structured wrapper (which infers the output's meta, allocates the output
   // and dispatches again). Set by choose_direct().
-  enum class Direct : uint8_t { kNone, kMm, kAddmm };
+  enum class Direct : uint8_t { kNone, kMm, kAddmm, kBmm, kBaddbmm };
 
   std::optional<c10::OperatorHandle> op;
   Direct direct = Direct::kNone;

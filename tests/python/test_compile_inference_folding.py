@@ -1,6 +1,6 @@
-"""Inference graphs fold eval-mode batch norm into the convolution before it
-and move a ReLU after the max pool reading it (torch_kiln/compile/
-inference_folding.py). Results match eager; the patterns that must not be
+"""Inference graphs fold eval-mode batch norm into the convolution before it,
+move a ReLU after the max pool reading it, and add a convolution's bias after
+the pool or ReLU reading it (torch_kiln/compile/inference_folding.py). Results match eager; the patterns that must not be
 rewritten are left alone."""
 import pytest
 import torch
@@ -82,7 +82,7 @@ def images(seed=0):
 def test_batch_norm_folds_and_relu_moves_with_eagers_result(fresh_compile_state, monkeypatch, bias, affine):
     block = with_statistics(Block(bias=bias, affine=affine), seed=1)
     result, expected, counts = run(block, images(), monkeypatch)
-    assert counts == [(1, 1)]
+    assert counts == [(1, 1, 1)]
     assert_matches(result, expected)
     # Four kernels: the folded weight (its scale computed at the weight's
     # shape, and laid out channels-last, in one), the folded bias, the input
@@ -94,12 +94,12 @@ def test_grouped_and_double_precision_convolutions_fold(fresh_compile_state, mon
     depthwise = with_statistics(Block(channels=4, groups=4), seed=9)
     result, expected, counts = run(depthwise, torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(6)),
                                    monkeypatch)
-    assert counts == [(1, 1)]
+    assert counts == [(1, 1, 1)]
     assert_matches(result, expected)
     torch._dynamo.reset()
     block = with_statistics(Block(), seed=10).double()
     result, expected, counts = run(block, images(6).double(), monkeypatch)
-    assert counts == [(1, 1)]
+    assert counts == [(1, 1, 1)]
     assert result.dtype == torch.float64
     assert_matches(result, expected)
 
@@ -109,25 +109,26 @@ def test_the_cnn_folds_both_blocks(fresh_compile_state, monkeypatch):
     network = with_statistics(MODELS["cnn"].make_model(), seed=2)
     batch = MODELS["cnn"].make_batch(torch.Generator().manual_seed(3))[0]
     result, expected, counts = run(network, batch, monkeypatch)
-    assert counts == [(2, 2)]
+    assert counts == [(2, 2, 2)]
     assert_matches(result, expected)
 
 
 def test_nothing_is_rewritten_where_the_pattern_does_not_hold(fresh_compile_state, monkeypatch):
-    # The convolution's result is read twice: no fold (the ReLU still moves).
-    # Pool indices: no move (the fold still happens).
+    # The convolution's result is read twice: no fold and its bias stays (the
+    # ReLU still moves). Pool indices: no move (the fold still happens, and the
+    # bias goes before the ReLU).
     result, expected, counts = run(with_statistics(ConvolutionReadTwice(), seed=4), images(1), monkeypatch)
-    assert counts == [(0, 1)]
+    assert counts == [(0, 1, 0)]
     assert_matches(result, expected)
     torch._dynamo.reset()
     result, expected, counts = run(with_statistics(Block(pool_indices=True), seed=5), images(2), monkeypatch)
-    assert counts == [(1, 0)]
+    assert counts == [(1, 0, 1)]
     assert_matches(result[0], expected[0])
     assert torch.equal(result[1].cpu(), expected[1].cpu())
     torch._dynamo.reset()
     # The ReLU's result is read by more than the pool: it stays before it.
     result, expected, counts = run(with_statistics(ReluReadTwice(), seed=8), images(5), monkeypatch)
-    assert counts == [(1, 0)]
+    assert counts == [(1, 0, 1)]
     assert_matches(result, expected)
 
 
@@ -136,11 +137,35 @@ def test_training_mode_batch_norm_and_training_graphs_are_untouched(fresh_compil
     # the running ones; under no_grad too. Nothing may fold.
     block = with_statistics(Block(), seed=6).train()
     result, expected, counts = run(block, images(3), monkeypatch)
-    assert counts == [(0, 1)]
+    assert counts == [(0, 1, 0)]
     assert_matches(result, expected)
     torch._dynamo.reset()
     # A graph compiled with grad enabled is a training graph: the pass is not run.
     block = with_statistics(Block(), seed=7)
     result, expected, counts = run(block, images(4), monkeypatch, grad_enabled=True)
     assert counts == []
+    assert_matches(result, expected)
+
+
+class ConvolutionThen(nn.Module):
+    def __init__(self, after):
+        super().__init__()
+        self.convolution = nn.Conv2d(3, 8, 3, padding=1, stride=2)
+        self.after = after
+
+    def forward(self, images):
+        return self.after(self.convolution(images))
+
+
+@pytest.mark.parametrize("after, moved", [
+    (torch.relu, 1),
+    (lambda features: functional.max_pool2d(features, 3, stride=2, padding=1), 1),  # padded windows
+    (lambda features: functional.max_pool2d(features, 2, ceil_mode=True), 1),  # partial windows
+    (torch.sigmoid, 0),
+    (lambda features: functional.avg_pool2d(features, 2), 0),
+])
+def test_a_convolutions_bias_moves_after_a_pool_or_relu(fresh_compile_state, monkeypatch, after, moved):
+    module = ConvolutionThen(after).eval()
+    result, expected, counts = run(module, images(7), monkeypatch)
+    assert counts == [(0, 0, moved)]
     assert_matches(result, expected)

@@ -1,5 +1,6 @@
-"""Batch norm folded into the convolution before it, and ReLU moved after
-the max pool after it, in inference graphs.
+"""Batch norm folded into the convolution before it, ReLU moved after the
+max pool after it, and the convolution's bias added after either, in
+inference graphs.
 
 In eval mode a batch norm is a per-channel affine map of its input,
 `(y - mean) * scale + beta` with `scale = gamma / sqrt(var + eps)`. When its
@@ -16,7 +17,17 @@ the maximum of rectified values is the rectified maximum, NaN included. After
 the pool the ReLU reads a quarter of the elements (a 2x2 pool) and joins the
 pool's kernel.
 
-Both run on Dynamo's graph of an inference graph (compiled under
+A convolution's bias read only by a max pool (values only) or a ReLU is added
+after it instead: the convolution is computed without bias (ATen's im2col
+convolution would otherwise copy the bias into its whole output before its
+GEMM accumulates onto it), and the addition joins the pool's or the ReLU's
+kernel. Adding one value per channel commutes with the maximum over a
+window of that channel, rounding included (rounding is monotonic), and after
+a 2x2 pool it reads a quarter of the elements. The sum is rounded in another
+order than ATen's (the GEMM's products, then the bias), so results differ
+from eager by rounding.
+
+All three run on Dynamo's graph of an inference graph (compiled under
 torch.no_grad; Dynamo guards on grad mode and on the module's training flag,
 which batch_norm's `training=False` argument records).
 """
@@ -131,17 +142,54 @@ def _pool_before_relu(graph, pool):
     return True
 
 
+def _bias_after(graph, convolution):
+    """conv2d(x, w, b) -> pool or relu into conv2d(x, w) -> pool or relu,
+    then + b per channel; False when the convolution has no bias or another
+    reader."""
+    if (convolution.target is not CONVOLUTION or convolution.kwargs or len(convolution.args) < 3
+            or len(convolution.users) != 1):
+        return False
+    bias, reader = convolution.args[2], next(iter(convolution.users))
+    if not isinstance(bias, torch.fx.Node) or _example(bias) is None or _example(bias).dim() != 1:
+        return False
+    if _example(convolution) is None or _example(convolution).dim() != 4:
+        return False
+    if reader.op != "call_function" or reader.args[:1] != (convolution,) or _example(reader) is None:
+        return False
+    if reader.target in _MAX_POOLS:
+        if _argument(reader, 6, "return_indices", False) is not False:
+            return False
+        after = reader  # the bias is added to the pool's result
+    elif reader.target in _RELUS and not reader.kwargs.get("inplace", False) and len(reader.args) == 1:
+        after = convolution  # the bias is added before the ReLU, in its kernel
+    else:
+        return False
+    result = _example(after)
+    with result.fake_mode:
+        with graph.inserting_after(after):
+            column = _add(graph, torch.reshape, (bias, (-1, 1, 1)), _example(bias).reshape(-1, 1, 1))
+        with graph.inserting_after(column):
+            biased = _add(graph, torch.add, (after, column), result + column.meta["example_value"])
+    after.replace_all_uses_with(biased, delete_user_cb=lambda user: user is not biased)
+    convolution.args = convolution.args[:2] + (None,) + tuple(convolution.args[3:])
+    return True
+
+
 def fold_for_inference(gm):
-    """Rewrites `gm` in place; returns (batch norms folded, ReLUs moved)."""
+    """Rewrites `gm` in place; returns (batch norms folded, ReLUs moved,
+    biases moved)."""
     graph = gm.graph
-    folded = moved = 0
+    folded = moved = biases = 0
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target is functional.batch_norm:
             folded += _fold_batch_norm(graph, node)
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target in _MAX_POOLS:
             moved += _pool_before_relu(graph, node)
-    if folded or moved:
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is CONVOLUTION:
+            biases += _bias_after(graph, node)
+    if folded or moved or biases:
         graph.lint()
         gm.recompile()
-    return folded, moved
+    return folded, moved, biases

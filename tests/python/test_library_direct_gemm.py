@@ -90,6 +90,20 @@ def test_an_output_on_the_storage_of_an_input():
     assert torch.equal(left.cpu(), a)
 
 
+def test_a_queued_product_reads_an_operand_released_after_the_launch():
+    # FSDP frees an unsharded parameter with storage().resize_(0) right after
+    # the forward that reads it; the memory stays the stream's until the
+    # queued work ran, so the product must use the pointer it had at launch.
+    a, b = sample((256, 256), torch.float32), sample((256, 256), torch.float32, 1)
+    busy = torch.ones(2048, 2048, device="kiln")
+    for _ in range(4):
+        busy = busy * 1.5  # queued work ahead of the product
+    device_a, device_b = on_kiln(a), on_kiln(b)
+    result = torch.mm(device_a, device_b)
+    device_b.untyped_storage().resize_(0)
+    assert torch.equal(result.cpu(), a @ b)
+
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.int64, torch.bfloat16])
 def test_other_dtypes_take_atens_kernel(dtype):
     a = sample((4, 3), torch.float32).to(dtype) if dtype != torch.int64 else torch.arange(12).view(4, 3)

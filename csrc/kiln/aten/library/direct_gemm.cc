@@ -48,10 +48,17 @@ std::optional<BlasOperand> transposed_view(int64_t rows, int64_t cols, int64_t r
 bool fits_blas(int64_t value) { return value >= 0 && value <= INT_MAX; }
 
 // Everything the queued call needs, fixed at launch: the caller may restride
-// a tensor in place (t_()) before the stream runs the work. Matrices are
-// `batches` deep (1 for mm and addmm), each `*_batch_stride` elements apart.
+// a tensor in place (t_()) before the stream runs the work, or release its
+// storage (FSDP frees an unsharded parameter with resize_(0) right after the
+// forward that reads it; the memory itself stays the stream's until the work
+// ran, as for any launch). Matrices are `batches` deep (1 for mm and addmm),
+// each `*_batch_stride` elements apart.
 struct GemmCall {
   at::Tensor a, b, bias, out;  // kept alive until the work ran
+  const void* a_data = nullptr;
+  const void* b_data = nullptr;
+  const void* bias_data = nullptr;
+  void* out_data = nullptr;
   at::ScalarType dtype;
   int64_t batches = 1;
   int m = 0, n = 0, k = 0;
@@ -86,11 +93,11 @@ struct GemmCall {
     const int lda = static_cast<int>(a_view.leading), ldb = static_cast<int>(b_view.leading);
     const int ldc = static_cast<int>(out_leading);
     for (int64_t batch = 0; batch < batches; ++batch) {
-      T* target = out.mutable_data_ptr<T>() + batch * out_batch_stride;
-      if (fill_bias) write_bias<T>(bias.const_data_ptr<T>() + batch * bias_strides[0], target);
+      T* target = static_cast<T*>(out_data) + batch * out_batch_stride;
+      if (fill_bias) write_bias<T>(static_cast<const T*>(bias_data) + batch * bias_strides[0], target);
       gemm(&b_view.transpose, &a_view.transpose, &n, &m, &k, &typed_alpha,
-           b.const_data_ptr<T>() + batch * b_batch_stride, &ldb, a.const_data_ptr<T>() + batch * a_batch_stride,
-           &lda, &typed_beta, target, &ldc);
+           static_cast<const T*>(b_data) + batch * b_batch_stride, &ldb,
+           static_cast<const T*>(a_data) + batch * a_batch_stride, &lda, &typed_beta, target, &ldc);
     }
   }
 
@@ -153,10 +160,14 @@ bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor&
       call.fill_bias = false;
     }
     call.bias = source;
+    call.bias_data = source.const_data_ptr();
   }
   call.a = a;
   call.b = b;
   call.out = out;
+  call.a_data = a.const_data_ptr();
+  call.b_data = b.const_data_ptr();
+  call.out_data = out.mutable_data_ptr();
   call.dtype = dtype;
   call.batches = batches;
   call.m = static_cast<int>(m);

@@ -113,18 +113,13 @@ void ExternCall::run(std::vector<at::Tensor>& values) const {
       return;
     }
   }
+  torch::jit::Stack stack;
   try {
     if (direct != Direct::kNone && run_direct(values)) return;
-  } catch (c10::Error& error) {
-    error.add_context("in the compiled graph's call of " + label +
-                      (source_line.empty() ? std::string() : " from " + source_line));
-    throw;
-  }
-  torch::jit::Stack stack = arguments;
-  for (const TensorArgument& argument : tensor_arguments) {
-    stack[argument.position] = tensor_argument(argument, values);
-  }
-  try {
+    stack = arguments;
+    for (const TensorArgument& argument : tensor_arguments) {
+      stack[argument.position] = tensor_argument(argument, values);
+    }
     op->callBoxed(stack);
   } catch (c10::Error& error) {
     error.add_context("in the compiled graph's call of " + label +

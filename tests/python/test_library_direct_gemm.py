@@ -187,7 +187,7 @@ class Projections(torch.nn.Module):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("grad", [False, True])
-def test_compiled_programs_call_the_library_directly_and_match_the_cpu(dtype, grad):
+def test_compiled_programs_call_the_products_without_the_dispatcher_and_match_the_cpu(dtype, grad):
     torch.manual_seed(0)
     model = Projections().to(dtype)
     inputs = sample((12, 8), dtype)
@@ -199,7 +199,19 @@ def test_compiled_programs_call_the_library_directly_and_match_the_cpu(dtype, gr
         for _ in range(3):  # the first call runs through AOTAutograd, later ones the C++ runtime
             result = compiled(on_kiln(inputs))
             assert torch.equal(result.detach().cpu(), expected.detach())
+    # The products are called without the dispatcher: a profile of a compiled
+    # call (and backward) holds the programs but no ATen matmul op.
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        with torch.set_grad_enabled(grad):
+            profiled = compiled(on_kiln(inputs))
+        if grad:
+            profiled.sum().backward()
+        torch.kiln.synchronize()
+    names = {event.name for event in profile.events()}
+    assert "kiln::compiled_program" in names
+    assert not names & {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
     if grad:
+        device_model.zero_grad(set_to_none=True)
         expected.sum().backward()
         result.sum().backward()
         device_parameters = dict(device_model.named_parameters())

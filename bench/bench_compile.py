@@ -4,7 +4,12 @@ and CPU Inductor, in one run (issue 5).
 
 Modes: cpu-eager; cpu-inductor (torch.compile(model), the default backend, on
 the CPU); kiln-eager (the model on device "kiln"); kiln-compiled
-(torch.compile(model, backend="kiln") on "kiln"); and, only when named in
+(torch.compile(model, backend="kiln") on "kiln"); kiln-dynamo-floor
+(inference only: torch.compile on "kiln" with a backend whose compiled
+function runs nothing and returns the outputs it computed once, so its time is
+Dynamo's own per-call cost: frame entry, guards, gathering the parameters and
+calling the graph; kiln-eager's inference minus it is the time a compiled
+program has to run in to tie kiln eager); and, only when named in
 --modes, kiln-compiled-device-thread (kiln-compiled with backward on PyTorch's
 autograd thread for the device, as KILN_AUTOGRAD_THREAD=device, instead of
 Kiln's default, the calling thread). Only the model's forward is
@@ -30,7 +35,8 @@ A mode whose compile backend is not registered is reported as such; a mode
 that fails is reported with its error; the others go on. Nothing is asserted.
 
     python bench/bench_compile.py [--steps 20] [--models mlp,cnn,transformer]
-        [--modes cpu-eager,cpu-inductor,kiln-eager,kiln-compiled] [--skip-cold]
+        [--modes cpu-eager,cpu-inductor,kiln-eager,kiln-compiled,kiln-dynamo-floor]
+        [--skip-cold]
         [--json out.json]
 """
 import argparse
@@ -66,6 +72,8 @@ class Mode:
     # (torch.autograd.set_multithreading_enabled(True)), not on the calling
     # thread, where Kiln runs it by default (KILN_AUTOGRAD_THREAD).
     device_autograd_thread: bool = False
+    # True times inference only: the mode cannot train (kiln-dynamo-floor).
+    inference_only: bool = False
 
     @property
     def has_cache(self):
@@ -78,6 +86,7 @@ MODES = {
     "cpu-inductor": Mode("cpu", "inductor"),
     "kiln-eager": Mode("kiln"),
     "kiln-compiled": Mode("kiln", "kiln"),
+    "kiln-dynamo-floor": Mode("kiln", "dynamo-floor", inference_only=True),
 }
 # Not run unless named in --modes: what PyTorch's autograd thread for the
 # device would cost, which Kiln's default (backward on the calling thread) avoids.
@@ -87,8 +96,22 @@ EXTRA_MODES = {
 ALL_MODES = {**MODES, **EXTRA_MODES}
 
 
+def dynamo_floor(gm, example_inputs):
+    """A torch.compile backend that computes the graph's outputs once, at
+    compile time, and returns a function giving those back: what is left of a
+    compiled call is Dynamo's own cost. Inference only (the outputs carry no
+    autograd history, and never change)."""
+    outputs = gm(*example_inputs)
+    return lambda *arguments: outputs
+
+
+LOCAL_BACKENDS = {"dynamo-floor": dynamo_floor}
+
+
 def unavailable(mode):
     """Why `mode` cannot run in this process, or None when it can."""
+    if mode.backend in LOCAL_BACKENDS:
+        return None
     if mode.backend and mode.backend not in torch._dynamo.list_backends(exclude_tags=()):
         return (f"torch.compile backend {mode.backend!r} is not registered "
                 f"(torch._dynamo.list_backends() lacks it)")
@@ -101,7 +124,7 @@ def prepare(mode, function):
     guards each compiled entry on its backend, so modes never share code)."""
     if mode.backend is None:
         return function
-    return torch.compile(function, backend=mode.backend, dynamic=False)
+    return torch.compile(function, backend=LOCAL_BACKENDS.get(mode.backend, mode.backend), dynamic=False)
 
 
 def make_training(spec, mode):
@@ -331,7 +354,7 @@ def run_steady_state(names, modes, steps, figures):
         spec = MODELS[name]
         train, recompiled = side_by_side(
             {mode_name: (mode, lambda mode=mode: training_step(spec, mode))
-             for mode_name, mode in modes.items()}, steps)
+             for mode_name, mode in modes.items() if not mode.inference_only}, steps)
         inference, recompiled_inference = side_by_side(
             {mode_name: (mode, lambda mode=mode: make_inference(spec, mode))
              for mode_name, mode in modes.items()}, steps)
@@ -339,8 +362,9 @@ def run_steady_state(names, modes, steps, figures):
         figures.setdefault(name, {})["steady"] = {
             "train": train, "inference": inference, "graphs_compiled_while_timed": recompiled}
         for mode_name, mode in modes.items():
-            cells = (milliseconds(train[mode_name]), milliseconds(inference[mode_name]),
-                     *graph_cell(mode, train[mode_name], inference[mode_name]))
+            trained = () if mode.inference_only else (train[mode_name],)
+            cells = ("-" if mode.inference_only else milliseconds(train[mode_name]),
+                     milliseconds(inference[mode_name]), *graph_cell(mode, *trained, inference[mode_name]))
             print(f"{name:<13}{mode_name:<29}{cells[0]:>18}{cells[1]:>18}{cells[2]:>8}{cells[3]:>8}")
         print_errors({f"{name} {mode_name} train": entry for mode_name, entry in train.items()})
         print_errors({f"{name} {mode_name} inference": entry
@@ -355,6 +379,19 @@ def run_steady_state(names, modes, steps, figures):
                             for kind in ("train", "inference"))
                  for other in ("cpu-inductor", "kiln-eager")]
         print(f"{name:<13}{cells[0]:>36}{cells[1]:>36}")
+    if "kiln-dynamo-floor" in modes and "kiln-eager" in modes:
+        print("\ninference: Dynamo's own cost per call (kiln-dynamo-floor), and kiln-eager's time left"
+              " beside it\n(the most a compiled program may take, in the call, to tie kiln eager)")
+        print(f"{'model':<13}{'dynamo floor ms':>18}{'kiln-eager - floor ms':>24}"
+              f"{'kiln-compiled - floor ms':>27}")
+        for name in names:
+            inference = figures[name]["steady"]["inference"]
+            floor = inference["kiln-dynamo-floor"].get("median_s")
+            cells = [f"{floor * 1e3:.3f}" if floor is not None else "n/a"]
+            for other in ("kiln-eager", "kiln-compiled"):
+                value = inference.get(other, {}).get("median_s")
+                cells.append("n/a" if value is None or floor is None else f"{(value - floor) * 1e3:.3f}")
+            print(f"{name:<13}{cells[0]:>18}{cells[1]:>24}{cells[2]:>27}")
 
 
 def first_step_cell(entry):
@@ -459,7 +496,9 @@ def main():
             modes[mode_name] = ALL_MODES[mode_name]
     # Modes that differ only in where backward runs time the same first step
     # and chain (neither runs a timed backward): those sections skip them.
-    forward_modes = {name: mode for name, mode in modes.items() if not mode.device_autograd_thread}
+    # The floor is measured in inference alone (it has no first step or chain).
+    forward_modes = {name: mode for name, mode in modes.items()
+                     if not mode.device_autograd_thread and not mode.inference_only}
 
     sections = [("steady state", run_steady_state, (names, modes, args.steps, figures))]
     if not args.skip_cold:

@@ -27,6 +27,8 @@ import functools
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 
+from .foreach import foreach_decompositions
+
 aten = torch.ops.aten
 
 _FROM_PYTORCH = [
@@ -141,6 +143,7 @@ def _table():
     table[aten.max_pool2d_with_indices.default] = max_pool2d_with_indices
     table[aten.var_mean.correction] = var_mean
     table[aten._safe_softmax.default] = safe_softmax
+    table.update(foreach_decompositions())
     return table
 
 

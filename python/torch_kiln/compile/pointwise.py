@@ -366,6 +366,18 @@ def _pow_tensor(context):
     return _arithmetic(context, "power", context["self"], context["exponent"])
 
 
+@lowering(aten.pow.Scalar)
+def _pow_scalar_base(context):
+    """pow(Scalar base, Tensor exponent), as ATen: ones for a base of 1,
+    else the base rounded to the result's dtype, raised as pow.Tensor_Tensor
+    does (Adam's bias corrections, beta ** step)."""
+    if not context.output_dtype.is_floating_point or isinstance(context["self"], complex):
+        return None
+    if context["self"] == 1:
+        return context.constant(1)
+    return _arithmetic(context, "power", context["self"], context["exponent"])
+
+
 @lowering(aten._to_copy.default)
 def _to_copy(context):
     node_value = context.node.meta["val"]
@@ -373,6 +385,17 @@ def _to_copy(context):
     if node_value.device != source.device or context["layout"] not in (None, torch.strided):
         return None
     return context.value(context["self"], context.output_dtype)
+
+
+@lowering(aten.copy.default)
+def _copy(context):
+    """copy(self, src), what functionalization makes of `self.copy_(src)`:
+    src converted to self's dtype and broadcast to its shape, as copy_
+    converts; self's values are not read."""
+    source = context["src"]
+    if not isinstance(source, torch.fx.Node) or source.meta["val"].is_complex():
+        return None
+    return context.value(source, context.output_dtype)
 
 
 @lowering(aten.clone.default)
@@ -427,7 +450,7 @@ def lower_pointwise(node, arguments):
                 item_value = item.meta.get("val")
                 if not isinstance(item_value, torch.Tensor) or ir_dtype(item_value.dtype) is None:
                     return None
-                if item_value.device != value.device:
+                if item_value.device != value.device and not _cpu_scalar(item_value):
                     return None
             elif isinstance(item, complex):
                 return None
@@ -441,6 +464,13 @@ def lower_pointwise(node, arguments):
         context.fragment.entries.append(("cast", result, ir_dtype(value.dtype)))
         context.fragment.dtypes.append(compute_dtype(value.dtype))
     return context.fragment.entries, context.inputs
+
+
+def _cpu_scalar(value):
+    """A 0-dim CPU tensor, which PyTorch lets any device's op read (an
+    optimizer's step counter). The program runs it as a kiln copy, as it
+    does every input on another device (aten/program/program.h)."""
+    return value.dim() == 0 and value.device.type == "cpu"
 
 
 def _floating_binary(name):

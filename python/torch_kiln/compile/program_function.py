@@ -65,12 +65,17 @@ class CompiledGraph:
         self.fast = None
         self.settled = False
         self.lock = threading.Lock()
-        self.arguments = len(example_inputs)
+        # Tensors Dynamo installed on the graph module instead of passing
+        # them (an optimizer's parameters and state): AOTAutograd lifts them
+        # to the graph's first inputs, read once here as it reads them
+        # (aot_module_simplified), and Dynamo guards on their identity.
+        self.lifted = [*dict(gm.named_parameters(remove_duplicate=False)).values(),
+                       *dict(gm.named_buffers(remove_duplicate=False)).values()]
+        inputs = [*self.lifted, *example_inputs]
+        self.arguments = len(inputs)
         self.inputs_qualify = (
-            _plain_tensors(example_inputs)
-            and _distinct_storages(example_inputs)
-            and not any(True for _ in gm.parameters())
-            and not any(True for _ in gm.buffers())
+            _plain_tensors(inputs)
+            and _distinct_storages(inputs)
             and not torch._C._is_any_autocast_enabled())
 
     @property
@@ -87,7 +92,7 @@ class CompiledGraph:
     def __call__(self, *arguments):
         fast = self.fast
         if fast is not None and not (_compiled_autograd.compiled_autograd_enabled and self.training):
-            return fast(arguments)
+            return fast([*self.lifted, *arguments] if self.lifted else arguments)
         result = self.aot_call(*arguments)
         if not self.settled:
             self._settle()

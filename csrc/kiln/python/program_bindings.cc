@@ -128,6 +128,12 @@ ProgramDescription description_from(const py::dict& description) {
   if (description.contains("mutated_inputs")) {
     result.mutated_inputs = description["mutated_inputs"].cast<std::vector<int>>();
   }
+  if (description.contains("output_into_input")) {
+    for (const py::handle& handle : py::list(description["output_into_input"])) {
+      py::tuple pair = py::reinterpret_borrow<py::tuple>(handle);
+      result.output_into_input.emplace_back(pair[0].cast<int>(), pair[1].cast<int>());
+    }
+  }
   for (const py::handle& handle : py::list(description["nodes"])) {
     py::dict node = py::reinterpret_borrow<py::dict>(handle);
     ir::GraphNode graph_node;

@@ -95,11 +95,34 @@ def _concrete(value):
     return value
 
 
-_COPIES = {torch.ops.aten._to_copy.default, torch.ops.aten.clone.default}
+# (aten.copy(self, src) is what functionalization makes of `self.copy_(src)`:
+# src in self's dtype and layout, so a no-op when src already has them.)
+_COPIES = {torch.ops.aten._to_copy.default, torch.ops.aten.clone.default, torch.ops.aten.copy.default}
 _NO_OP_CANDIDATES = _COPIES | {
     torch.ops.aten.expand.default, torch.ops.aten.view.default, torch.ops.aten.alias.default,
     torch.ops.aten.reshape.default, torch.ops.aten._unsafe_view.default,
 }
+
+
+def _writes(user, node):
+    """Whether FX node `user` is an op that writes `node` in place."""
+    if not isinstance(user.target, torch._ops.OpOverload) or not user.target._schema.is_mutable:
+        return False
+    for position, argument in enumerate(user.target._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = user.args[position] if position < len(user.args) else user.kwargs.get(argument.name)
+        if value is node or (isinstance(value, (list, tuple)) and any(item is node for item in value)):
+            return True
+    return False
+
+
+def _no_op_source(node):
+    """The argument a no-op candidate's result equals: src for aten.copy,
+    the first argument for the others."""
+    if node.target is torch.ops.aten.copy.default:
+        return node.args[1] if len(node.args) > 1 else node.kwargs.get("src")
+    return node.args[0] if node.args else None
 
 
 def _is_view(node):
@@ -125,6 +148,8 @@ class _Lowering:
         self.mutated_inputs = set()
         self.read_through = {}    # FX node -> the node whose value it reads (is_no_op)
         self.device_index = None
+        self.pointwise_values = set()  # values made by pointwise nodes
+        self.output_into_input = []    # (value, input index): see store_into_input_hint
 
     def new_value(self, meta):
         dtype = ir_dtype(meta.dtype) or "u8"  # other dtypes only pass through extern calls
@@ -184,8 +209,9 @@ class _Lowering:
             raise UnsupportedOperatorError(
                 f"kiln cannot lower {node.target} in the compiled graph ({source_line(node) or node.name})")
         if self.is_no_op(node):
-            self.value_of[node] = self.value(node.args[0])
-            self.read_through[node] = node.args[0]
+            source = _no_op_source(node)
+            self.value_of[node] = self.value(source)
+            self.read_through[node] = source
             return
         arguments = normalized_arguments(node)
         arguments = {name: _concrete(value) for name, value in arguments.items()}
@@ -193,6 +219,7 @@ class _Lowering:
         if pointwise is not None:
             expression, inputs = pointwise
             self.value_of[node] = self.new_value(node.meta["val"])
+            self.pointwise_values.add(self.value_of[node])
             self.nodes.append({"kind": "pointwise", "label": str(node.target),
                                "inputs": [self.value(n) for n in inputs],
                                "outputs": [self.value_of[node]], "expression": expression})
@@ -215,9 +242,9 @@ class _Lowering:
         as Inductor's remove_noop_ops does. As an extern call, such a view
         would also end the kernel that computes its input, which then could
         not fuse into the copy after the view."""
-        if node.target not in _NO_OP_CANDIDATES or not isinstance(node.args[0], torch.fx.Node):
+        if node.target not in _NO_OP_CANDIDATES or not isinstance(_no_op_source(node), torch.fx.Node):
             return False
-        source = node.args[0]
+        source = _no_op_source(node)
         base, result = source.meta.get("val"), node.meta.get("val")
         if not isinstance(base, torch.Tensor) or not isinstance(result, torch.Tensor):
             return False
@@ -225,12 +252,12 @@ class _Lowering:
             return False  # a graph output keeps its own tensor (AOTAutograd tracks its aliasing)
         if node.target in _COPIES:
             # An in-place write to the copy, to its input, or to anything
-            # its input is a view of, needs the copy.
+            # its input is a view of, needs the copy. (Reading one, as the
+            # source of a copy_ into a graph input, does not.)
             chain = [node, source]
             while chain[-1] in self.read_through or _is_view(chain[-1]):
-                chain.append(chain[-1].args[0])
-            if any(isinstance(user.target, torch._ops.OpOverload) and user.target._schema.is_mutable
-                   for link in chain for user in link.users):
+                chain.append(self.read_through.get(chain[-1], chain[-1].args[0]))
+            if any(_writes(user, link) for link in chain for user in link.users):
                 return False
         return (base.shape == result.shape and base.stride() == result.stride()
                 and base.storage_offset() == result.storage_offset() and base.dtype == result.dtype
@@ -269,6 +296,7 @@ class _Lowering:
             if argument.alias_info is not None and argument.alias_info.is_write:
                 for _, _, ids in (entry for entry in tensor_arguments if entry[0] == position):
                     self.mutated_inputs.update(self.inputs.index(i) for i in ids if i in self.inputs)
+        self.store_into_input_hint(node, arguments)
         results = self.extern_results(node, schema)
         self.nodes.append({
             "kind": "extern", "label": str(op), "name": schema.name, "overload": schema.overload_name,
@@ -277,6 +305,31 @@ class _Lowering:
             "aliases_input": any(ret.alias_info is not None for ret in schema.returns),
             "has_side_effects": schema.is_mutable, "source_line": source_line(node),
             "static_view": self.static_view(node, schema, inputs, results)})
+
+    def store_into_input_hint(self, node, arguments):
+        """For `input.copy_(value)`, the write-back functionalization puts
+        at the end of a graph that updates an input in place (an optimizer's
+        parameters and state), where a pointwise node made `value` in the
+        input's dtype, shape and contiguous layout: the hint that the kernel
+        computing `value` may store it into the input, so the copy has
+        nothing left to do. The program keeps the hint only where no later
+        step reads the input, and checks the tensors at each run
+        (aten/program/program.h)."""
+        if node.target is not torch.ops.aten.copy_.default:
+            return
+        destination, source = arguments["self"], arguments["src"]
+        if not isinstance(destination, torch.fx.Node) or not isinstance(source, torch.fx.Node):
+            return
+        target, value = self.value_of.get(destination), self.value_of.get(source)
+        if target not in self.inputs or value not in self.pointwise_values:
+            return
+        target_meta, value_meta = destination.meta.get("val"), source.meta.get("val")
+        if (not isinstance(target_meta, torch.Tensor) or not isinstance(value_meta, torch.Tensor)
+                or target_meta.dtype != value_meta.dtype or target_meta.shape != value_meta.shape
+                or target_meta.device != value_meta.device
+                or not target_meta.is_contiguous() or not value_meta.is_contiguous()):
+            return
+        self.output_into_input.append((value, self.inputs.index(target)))
 
     @staticmethod
     def _layout(value):
@@ -330,6 +383,7 @@ def lower_graph(gm, fallback="error"):
         "values": lowering.values, "inputs": lowering.inputs, "outputs": program_outputs,
         "nodes": lowering.nodes, "device_index": lowering.device_index,
         "mutated_inputs": sorted(lowering.mutated_inputs),  # program inputs written in place
+        "output_into_input": lowering.output_into_input,
     }
     node_count = sum(1 for node in gm.graph.nodes if node.op == "call_function")
     return LoweredGraph(description, lowering.input_positions, lowering.constant_inputs, outputs,

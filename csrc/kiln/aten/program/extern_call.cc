@@ -1,12 +1,14 @@
 #include "kiln/aten/program/extern_call.h"
 
 #include <ATen/ops/empty.h>
+#include <c10/core/GradMode.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 
 #include <array>
 
 #include "kiln/aten/library/library_kernels.h"
+#include "kiln/aten/native/native_kernels.h"
 
 namespace kiln::torch_integration::program {
 namespace {
@@ -60,9 +62,36 @@ void ExternCall::choose_direct() {
   if (name.name == "aten::addmm") direct = Direct::kAddmm;
   if (name.name == "aten::bmm") direct = Direct::kBmm;
   if (name.name == "aten::baddbmm") direct = Direct::kBaddbmm;
+  if (name.name == "aten::copy_") direct = Direct::kCopy;
+}
+
+bool ExternCall::run_direct_copy(std::vector<at::Tensor>& values) const {
+  if (tensor_arguments.size() != 2) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    const TensorArgument& argument = tensor_arguments[i];
+    if (argument.kind != TensorArgument::Kind::kSingle || argument.position != static_cast<int>(i) ||
+        argument.values[0] == ir::kNoValue || !values[argument.values[0]].defined()) {
+      return false;
+    }
+  }
+  const at::Tensor& destination = values[tensor_arguments[0].values[0]];
+  const at::Tensor& source = values[tensor_arguments[1].values[0]];
+  // Anything else (another device or dtype, broadcasting, conjugate or
+  // negative views, a copy autograd records) takes the dispatcher.
+  if (!destination.device().is_privateuseone() || source.device() != destination.device() ||
+      source.scalar_type() != destination.scalar_type() || !source.sizes().equals(destination.sizes()) ||
+      source.is_conj() || destination.is_conj() || source.is_neg() || destination.is_neg() ||
+      (c10::GradMode::is_enabled() && (source.requires_grad() || destination.requires_grad()))) {
+    return false;
+  }
+  if (!source.is_same(destination)) native::copy_from(source, destination, /*non_blocking=*/false);
+  destination.unsafeGetTensorImpl()->bump_version();
+  for (const Result& result : results) values[result.value] = destination;  // copy_ returns its self
+  return true;
 }
 
 bool ExternCall::run_direct(std::vector<at::Tensor>& values) const {
+  if (direct == Direct::kCopy) return run_direct_copy(values);
   const bool biased = direct == Direct::kAddmm || direct == Direct::kBaddbmm;
   const int64_t rank = direct == Direct::kMm || direct == Direct::kAddmm ? 2 : 3;
   const size_t tensors = biased ? 3 : 2;
@@ -99,6 +128,7 @@ bool ExternCall::run_direct(std::vector<at::Tensor>& values) const {
       library::baddbmm_out(*operands[0], mat1, mat2, arguments[3].toScalar(), arguments[4].toScalar(), out);
       break;
     case Direct::kNone:
+    case Direct::kCopy:
       return false;
   }
   values[results.front().value] = std::move(out);

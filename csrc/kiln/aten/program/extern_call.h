@@ -51,8 +51,12 @@ struct ExternCall {
   // the call: run() calls the
   // library's out= kernel itself, skipping the dispatcher and ATen's
   // structured wrapper (which infers the output's meta, allocates the output
-  // and dispatches again). Set by choose_direct().
-  enum class Direct : uint8_t { kNone, kMm, kAddmm, kBmm, kBaddbmm };
+  // and dispatches again). And copy_ between two kiln tensors of one dtype
+  // and shape (a graph writing back an input it updated: an optimizer's
+  // parameters and state): run() calls Kiln's _copy_from and moves the
+  // destination's version counter, as copy_ through the dispatcher would,
+  // without its two dispatcher calls. Set by choose_direct().
+  enum class Direct : uint8_t { kNone, kMm, kAddmm, kBmm, kBaddbmm, kCopy };
 
   std::optional<c10::OperatorHandle> op;
   Direct direct = Direct::kNone;
@@ -74,6 +78,7 @@ struct ExternCall {
   // The direct call of `direct`; false (nothing run) when an operand does not
   // qualify, and the dispatcher then raises or runs the op as usual.
   bool run_direct(std::vector<at::Tensor>& values) const;
+  bool run_direct_copy(std::vector<at::Tensor>& values) const;
 };
 
 }  // namespace kiln::torch_integration::program

@@ -3,6 +3,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 #include <c10/util/strides.h>
 
@@ -128,6 +129,117 @@ Program::Program(ProgramDescription description) : description_(std::move(descri
     if (last_read[value] >= 0) releases_[last_read[value]].push_back(static_cast<ir::GraphValueId>(value));
   }
   plan_memory(last_read);
+  choose_outputs_into_inputs();
+}
+
+// A result copied into an input at the end of the graph is stored into the
+// input by its own kernel when nothing could see the difference: the kernel
+// is pointwise and reads the input, if at all, itself (at the element it
+// writes) and no view of it; neither the result nor the input is a graph
+// output; and no step after the kernel reads or writes the input, or a view
+// of it, except the copy back. The layout and storage are checked at each
+// run (input_to_store_into).
+void Program::choose_outputs_into_inputs() {
+  const ir::Graph& graph = description_.graph;
+  into_input_.assign(graph.values.size(), -1);
+  std::vector<int> writer_step(graph.values.size(), -1);
+  for (size_t s = 0; s < fusion_.steps.size(); ++s) {
+    const compiler::ProgramStep& step = fusion_.steps[s];
+    if (step.kind != compiler::ProgramStep::Kind::kKernel) continue;
+    if (fusion_.kernels[step.index].kind != ir::KernelKind::kPointwise) continue;
+    for (ir::GraphValueId output : fusion_.kernels[step.index].outputs) writer_step[output] = static_cast<int>(s);
+  }
+  auto is_output = [&](ir::GraphValueId value) {
+    return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
+  };
+  std::vector<bool> taken(graph.inputs.size(), false);
+  for (const auto& [value, input] : description_.output_into_input) {
+    if (value < 0 || static_cast<size_t>(value) >= graph.values.size() || input < 0 ||
+        static_cast<size_t>(input) >= graph.inputs.size() || taken[input]) {
+      continue;
+    }
+    const ir::GraphValueId target = graph.inputs[input];
+    const int step = writer_step[value];
+    if (step < 0 || is_output(value) || is_output(target) ||
+        graph.values[value].dtype != graph.values[target].dtype ||
+        graph.values[value].sizes != graph.values[target].sizes) {
+      continue;
+    }
+    // The input and every view of it an extern call makes (graph order is
+    // a topological order, so one pass finds views of views).
+    std::vector<bool> aliases(graph.values.size(), false);
+    aliases[target] = true;
+    for (const ir::GraphNode& node : graph.nodes) {
+      if (node.kind != ir::GraphNodeKind::kExtern || !node.aliases_input) continue;
+      const bool of_target = std::any_of(node.inputs.begin(), node.inputs.end(),
+                                         [&](ir::GraphValueId input) { return aliases[input]; });
+      if (!of_target) continue;
+      for (ir::GraphValueId output : node.outputs) {
+        if (output != ir::kNoValue) aliases[output] = true;
+      }
+    }
+    auto reads_alias = [&](const std::vector<ir::GraphValueId>& reads, bool except_target) {
+      return std::any_of(reads.begin(), reads.end(), [&](ir::GraphValueId read) {
+        return aliases[read] && !(except_target && read == target);
+      });
+    };
+    // The kernel itself may read the input at the element it writes, but not
+    // a view of it, which it would read elsewhere.
+    bool unsafe = reads_alias(fusion_.kernels[fusion_.steps[step].index].inputs, /*except_target=*/true);
+    for (size_t s = step + 1; s < fusion_.steps.size() && !unsafe; ++s) {
+      const compiler::ProgramStep& later = fusion_.steps[s];
+      const std::vector<ir::GraphValueId>& reads = later.kind == compiler::ProgramStep::Kind::kKernel
+                                                       ? fusion_.kernels[later.index].inputs
+                                                       : graph.nodes[later.index].inputs;
+      if (!reads_alias(reads, /*except_target=*/false)) continue;
+      // The copy back itself: an extern reading just the input and the value.
+      const bool copy_back = later.kind == compiler::ProgramStep::Kind::kExtern && reads.size() == 2 &&
+                             std::find(reads.begin(), reads.end(), target) != reads.end() &&
+                             std::find(reads.begin(), reads.end(), value) != reads.end();
+      unsafe = !copy_back;
+    }
+    if (unsafe) continue;
+    into_input_[value] = input;
+    taken[input] = true;
+    stores_into_inputs_ = true;
+  }
+}
+
+std::vector<bool> Program::shared_inputs(const std::vector<at::Tensor>& values) const {
+  const ir::Graph& graph = description_.graph;
+  if (!stores_into_inputs_) return {};
+  std::vector<bool> shared(graph.inputs.size(), false);
+  std::vector<std::pair<const c10::StorageImpl*, size_t>> storages;
+  storages.reserve(graph.inputs.size());
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const at::Tensor& input = values[graph.inputs[i]];
+    if (input.defined() && input.has_storage()) storages.emplace_back(input.storage().unsafeGetStorageImpl(), i);
+  }
+  std::sort(storages.begin(), storages.end());
+  for (size_t k = 1; k < storages.size(); ++k) {
+    if (storages[k].first == storages[k - 1].first) shared[storages[k].second] = shared[storages[k - 1].second] = true;
+  }
+  return shared;
+}
+
+at::Tensor Program::input_to_store_into(ir::GraphValueId value, const std::vector<at::Tensor>& values,
+                                        const std::vector<bool>& shared_inputs) const {
+  const int input = into_input_[value];
+  if (input < 0) return at::Tensor();
+  const ir::Graph& graph = description_.graph;
+  const at::Tensor& target = values[graph.inputs[input]];
+  const ir::TensorValue& tensor = graph.values[value];
+  const std::vector<int64_t>& strides = description_.strides[value];
+  const c10::DimVector layout = strides.empty() ? c10::contiguous_strides(tensor.sizes)
+                                                : c10::DimVector(strides.begin(), strides.end());
+  if (!target.defined() || !target.device().is_privateuseone() ||
+      target.device().index() != description_.device_index ||
+      target.scalar_type() != compiled::to_scalar_type(tensor.dtype) || !target.sizes().equals(tensor.sizes) ||
+      !target.strides().equals(layout) || target.is_conj() || target.is_neg() ||
+      (c10::GradMode::is_enabled() && target.requires_grad()) || shared_inputs[input]) {
+    return at::Tensor();  // (another input sharing its memory could be read there later)
+  }
+  return target;
 }
 
 void Program::find_constant_calls() {
@@ -219,12 +331,14 @@ void Program::bind_kernel(int index, const std::vector<compiled::RecordedLaunch>
   bound_[index].store(bound_storage_.back().get(), std::memory_order_release);
 }
 
-void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const {
+void Program::run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena,
+                         const std::vector<bool>& shared_inputs) const {
   const compiler::FusedKernel& kernel = fusion_.kernels[index];
   RECORD_FUNCTION(kernel_labels_[index], c10::ArrayRef<const c10::IValue>());
   c10::SmallVector<at::Tensor, 4> outputs;
   for (ir::GraphValueId output : kernel.outputs) {
-    values[output] = allocate(output, arena);
+    at::Tensor into = stores_into_inputs_ ? input_to_store_into(output, values, shared_inputs) : at::Tensor();
+    values[output] = into.defined() ? std::move(into) : allocate(output, arena);
     outputs.push_back(values[output]);
   }
   const BoundLaunch* bound = bound_[index].load(std::memory_order_acquire);
@@ -299,10 +413,11 @@ std::vector<at::Tensor> Program::run(const std::vector<at::Tensor>& inputs) cons
     arena = at::empty({statistics_.arena_bytes}, at::TensorOptions().dtype(at::kByte).device(
                                                      c10::Device(c10::DeviceType::PrivateUse1, description_.device_index)));
   }
+  const std::vector<bool> shared = shared_inputs(values);
   for (size_t s = 0; s < fusion_.steps.size(); ++s) {
     const compiler::ProgramStep& step = fusion_.steps[s];
     if (step.kind == compiler::ProgramStep::Kind::kKernel) {
-      run_kernel(step.index, values, arena);
+      run_kernel(step.index, values, arena, shared);
     } else {
       run_extern(step.index, values);
     }

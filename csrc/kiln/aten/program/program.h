@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/aten/program/bound_launch.h"
@@ -47,6 +48,11 @@ struct ProgramDescription {
   // Graph inputs (indices into graph.inputs) the graph writes in place. An
   // input on another device runs as a kiln copy; these are copied back.
   std::vector<int> mutated_inputs;
+  // (value, input index): a pointwise result the graph ends by copying into
+  // that input (a functionalized in-place update: an optimizer's parameters
+  // and state). The kernel computing it may store it into the input itself,
+  // and the copy then has nothing to do; see Program::writes_into_input.
+  std::vector<std::pair<ir::GraphValueId, int>> output_into_input;
 };
 
 struct ProgramStatistics {
@@ -78,13 +84,20 @@ class Program {
   std::string fusion_text() const;
 
  private:
-  void run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena) const;
+  void run_kernel(int index, std::vector<at::Tensor>& values, const at::Tensor& arena,
+                  const std::vector<bool>& shared_inputs) const;
   void run_extern(int node, std::vector<at::Tensor>& values) const;
   void find_constant_calls();
   void bind_kernel(int index, const std::vector<compiled::RecordedLaunch>& recorded,
                    const std::vector<at::Tensor>& values, c10::ArrayRef<at::Tensor> outputs) const;
   at::Tensor allocate(ir::GraphValueId value, const at::Tensor& arena) const;
   void plan_memory(const std::vector<int>& last_read);
+  void choose_outputs_into_inputs();
+  // The input tensor `value` is stored into this run, or an undefined tensor.
+  at::Tensor input_to_store_into(ir::GraphValueId value, const std::vector<at::Tensor>& values,
+                                 const std::vector<bool>& shared_inputs) const;
+  // Per graph input: whether another input shares its storage (this run).
+  std::vector<bool> shared_inputs(const std::vector<at::Tensor>& values) const;
 
   ProgramDescription description_;
   std::string input_graph_text_;
@@ -93,6 +106,8 @@ class Program {
   std::vector<std::string> kernel_labels_;            // per kernel, its name in torch.profiler
   std::vector<std::vector<ir::GraphValueId>> releases_;  // per step, values last read there
   std::vector<int64_t> arena_offsets_;                   // per value: bytes into the arena, or -1
+  std::vector<int> into_input_;                          // per value: the input it is stored into, or -1
+  bool stores_into_inputs_ = false;                      // some value of into_input_ is not -1
   ProgramStatistics statistics_;
   // Per kernel, its launch as bound by its first run (null until then, or
   // when it cannot be bound); written once under bind_mutex_, then read freely.

@@ -27,6 +27,11 @@ and timed by one, side_by_side(), where the modes take turns.
   temporary KILN_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR per model and mode;
   then in a second process on the same, now warm, folders.
   Target: inductor / kiln-compiled (cold) >= 1.0.
+- optimizer step: each model's optimizer (Adam, SGD with momentum, AdamW)
+  stepping its parameters with fixed gradients; compiled modes compile
+  optimizer.step itself (torch.compile(optimizer.step)), as PyTorch's
+  compiled-optimizer recipe does. Microseconds per step. No target: it shows
+  what compiling the foreach ops gains.
 - pointwise chain: sixteen distinct cheap pointwise ops on 4M float32
   elements in one function; milliseconds per call, and the largest difference
   from cpu-eager's result. Target: kiln-eager / kiln-compiled >= 4.
@@ -158,6 +163,19 @@ def make_inference(spec, mode):
         with torch.no_grad():
             return model(inputs)
     return infer
+
+
+def make_optimizer_step(spec, mode):
+    """A step of spec's optimizer over its model's parameters, whose
+    gradients are fixed (drawn once): `optimizer.step`, compiled in the
+    compiled modes."""
+    torch.manual_seed(0)
+    model = spec.make_model().to(mode.device)
+    generator = torch.Generator().manual_seed(11)
+    for parameter in model.parameters():
+        parameter.grad = torch.randn(parameter.shape, generator=generator).to(mode.device)
+    optimizer = spec.make_optimizer(model.parameters())
+    return prepare(mode, optimizer.step)
 
 
 def synchronize(device):
@@ -394,6 +412,28 @@ def run_steady_state(names, modes, steps, figures):
             print(f"{name:<13}{cells[0]:>18}{cells[1]:>24}{cells[2]:>27}")
 
 
+def run_optimizer_steps(names, modes, steps, figures):
+    print(f"\noptimizer step (us, median ±IQR of {steps}; compiled modes compile optimizer.step)")
+    print(f"{'model':<13}{'mode':<16}{'step us':>20}")
+    for name in names:
+        spec = MODELS[name]
+        rows, recompiled = side_by_side(
+            {mode_name: (mode, lambda mode=mode: make_optimizer_step(spec, mode))
+             for mode_name, mode in modes.items()}, steps)
+        figures.setdefault(name, {})["optimizer_step"] = {"modes": rows, "graphs_compiled_while_timed": recompiled}
+        for mode_name, entry in rows.items():
+            cell = "error" if "error" in entry else f"{entry['median_s'] * 1e6:.1f} ±{entry['iqr_s'] * 1e6:.1f}"
+            print(f"{name:<13}{mode_name:<16}{cell:>20}")
+        print_errors({f"{name} {mode_name}": entry for mode_name, entry in rows.items()})
+        if recompiled:
+            print(f"  {name}: {recompiled} graph(s) compiled while timed")
+    print(f"\n{'model':<13}{'inductor / kiln-compiled':>26}{'kiln-eager / kiln-compiled':>28}")
+    for name in names:
+        rows = figures[name]["optimizer_step"]["modes"]
+        print(f"{name:<13}{ratio_text(ratio(rows, 'cpu-inductor', 'kiln-compiled', 'median_s')):>26}"
+              f"{ratio_text(ratio(rows, 'kiln-eager', 'kiln-compiled', 'median_s')):>28}")
+
+
 def first_step_cell(entry):
     if entry is None:
         return "-"
@@ -503,6 +543,7 @@ def main():
     sections = [("steady state", run_steady_state, (names, modes, args.steps, figures))]
     if not args.skip_cold:
         sections.append(("first step", run_first_steps, (names, list(forward_modes), figures)))
+    sections.append(("optimizer step", run_optimizer_steps, (names, forward_modes, args.steps, figures)))
     sections.append(("pointwise chain", run_chain, (forward_modes, args.steps, figures)))
     figures["section_seconds"] = {}
     for title, function, arguments in sections:

@@ -35,11 +35,17 @@ def _unary(function):
     return decomposition
 
 
-def _binary(function, with_alpha=False):
-    """Scalar, List, ScalarList and Tensor overloads of a binary op; the
-    List and Tensor overloads of add and sub take `alpha`."""
+def _binary(function, scalar_function):
+    """{overload name: decomposition} of a binary foreach op. Scalar and
+    ScalarList overloads use `scalar_function`; List and Tensor overloads
+    pass `alpha` on where their schema has it (add, sub)."""
     def scalar(self, other):
-        return [function(tensor, other) for tensor in self]
+        return [scalar_function(tensor, other) for tensor in self]
+
+    def scalar_list(self, scalars):
+        if not _lengths_match(self, scalars):
+            return NotImplemented
+        return [scalar_function(tensor, other) for tensor, other in zip(self, scalars)]
 
     def each(self, others, **alpha):
         if not _lengths_match(self, others):
@@ -48,15 +54,7 @@ def _binary(function, with_alpha=False):
 
     def one_tensor(self, other, **alpha):
         return [function(tensor, other, **alpha) for tensor in self]
-
-    if with_alpha:
-        def each_with_alpha(self, others, *, alpha=1):
-            return each(self, others, alpha=alpha)
-
-        def one_tensor_with_alpha(self, other, *, alpha=1):
-            return one_tensor(self, other, alpha=alpha)
-        return scalar, each_with_alpha, each, one_tensor_with_alpha
-    return scalar, each, each, one_tensor
+    return {"Scalar": scalar, "ScalarList": scalar_list, "List": each, "Tensor": one_tensor}
 
 
 def _pointwise_with_value(function):
@@ -102,25 +100,16 @@ def _table():
     for name in _UNARY:
         table[getattr(aten, "_foreach_" + name).default] = _unary(getattr(torch, name))
     # ATen's foreach maximum and minimum with a scalar are clamps.
-    binaries = {"add": (torch.add, True), "sub": (torch.sub, True), "mul": (torch.mul, False),
-                "div": (torch.div, False), "clamp_max": (torch.clamp_max, False),
-                "clamp_min": (torch.clamp_min, False), "maximum": (torch.maximum, False),
-                "minimum": (torch.minimum, False), "pow": (torch.pow, False)}
+    binaries = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+                "clamp_max": torch.clamp_max, "clamp_min": torch.clamp_min, "maximum": torch.maximum,
+                "minimum": torch.minimum, "pow": torch.pow}
     scalar_forms = {"maximum": torch.clamp_min, "minimum": torch.clamp_max}
-    for name, (function, with_alpha) in binaries.items():
+    for name, function in binaries.items():
         packet = getattr(aten, "_foreach_" + name)
-        scalar, each, scalar_list, one_tensor = _binary(function, with_alpha)
-        if name in scalar_forms:
-            scalar, _, scalar_list, _ = _binary(scalar_forms[name])
-        overloads = packet.overloads()
-        if "Scalar" in overloads:
-            table[packet.Scalar] = scalar
-        if "List" in overloads:
-            table[packet.List] = each
-        if "ScalarList" in overloads:
-            table[packet.ScalarList] = scalar_list
-        if "Tensor" in overloads:
-            table[packet.Tensor] = one_tensor
+        decompositions = _binary(function, scalar_forms.get(name, function))
+        for overload in packet.overloads():
+            if overload in decompositions:
+                table[getattr(packet, overload)] = decompositions[overload]
     for name, function in (("addcmul", torch.addcmul), ("addcdiv", torch.addcdiv)):
         packet = getattr(aten, "_foreach_" + name)
         scalar, scalar_list = _pointwise_with_value(function)

@@ -229,13 +229,10 @@ at::Tensor Program::input_to_store_into(ir::GraphValueId value, const std::vecto
   const ir::Graph& graph = description_.graph;
   const at::Tensor& target = values[graph.inputs[input]];
   const ir::TensorValue& tensor = graph.values[value];
-  const std::vector<int64_t>& strides = description_.strides[value];
-  const c10::DimVector layout = strides.empty() ? c10::contiguous_strides(tensor.sizes)
-                                                : c10::DimVector(strides.begin(), strides.end());
   if (!target.defined() || !target.device().is_privateuseone() ||
       target.device().index() != description_.device_index ||
       target.scalar_type() != compiled::to_scalar_type(tensor.dtype) || !target.sizes().equals(tensor.sizes) ||
-      !target.strides().equals(layout) || target.is_conj() || target.is_neg() ||
+      !target.strides().equals(strides_of(value)) || target.is_conj() || target.is_neg() ||
       (c10::GradMode::is_enabled() && target.requires_grad()) || shared_inputs[input]) {
     return at::Tensor();  // (another input sharing its memory could be read there later)
   }
@@ -300,6 +297,12 @@ void Program::plan_memory(const std::vector<int>& last_read) {
   statistics_.planned_bytes = static_cast<int64_t>(plan.naive_bytes);
 }
 
+c10::DimVector Program::strides_of(ir::GraphValueId value) const {
+  const std::vector<int64_t>& strides = description_.strides[value];
+  return strides.empty() ? c10::contiguous_strides(description_.graph.values[value].sizes)
+                         : c10::DimVector(strides.begin(), strides.end());
+}
+
 at::Tensor Program::allocate(ir::GraphValueId value, const at::Tensor& arena) const {
   const ir::TensorValue& tensor = description_.graph.values[value];
   auto options = at::TensorOptions()
@@ -309,8 +312,7 @@ at::Tensor Program::allocate(ir::GraphValueId value, const at::Tensor& arena) co
   if (arena_offsets_[value] >= 0) {
     // A tensor on the arena's storage, made directly: empty() and set_() were
     // two dispatcher calls per stored value, a third of a kernel step's cost.
-    c10::DimVector layout = strides.empty() ? c10::contiguous_strides(tensor.sizes)
-                                            : c10::DimVector(strides.begin(), strides.end());
+    const c10::DimVector layout = strides_of(value);
     at::Tensor slice = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(arena.storage()), arena.key_set(),
                                                                 options.dtype());
     slice.unsafeGetTensorImpl()->set_sizes_and_strides(tensor.sizes, layout,

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/DimVector.h>
 
 #include <atomic>
 #include <memory>
@@ -51,7 +52,7 @@ struct ProgramDescription {
   // (value, input index): a pointwise result the graph ends by copying into
   // that input (a functionalized in-place update: an optimizer's parameters
   // and state). The kernel computing it may store it into the input itself,
-  // and the copy then has nothing to do; see Program::writes_into_input.
+  // and the copy then has nothing to do; see choose_outputs_into_inputs.
   std::vector<std::pair<ir::GraphValueId, int>> output_into_input;
 };
 
@@ -91,6 +92,8 @@ class Program {
   void bind_kernel(int index, const std::vector<compiled::RecordedLaunch>& recorded,
                    const std::vector<at::Tensor>& values, c10::ArrayRef<at::Tensor> outputs) const;
   at::Tensor allocate(ir::GraphValueId value, const at::Tensor& arena) const;
+  // The strides `value` is allocated with (its description's, or contiguous).
+  c10::DimVector strides_of(ir::GraphValueId value) const;
   void plan_memory(const std::vector<int>& last_read);
   void choose_outputs_into_inputs();
   // The input tensor `value` is stored into this run, or an undefined tensor.

@@ -87,7 +87,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json")
     arguments = parser.parse_args()
-    print("\n".join(header(sys.argv)))
+    lines = header(sys.argv)
+    print("\n".join(lines))
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     with tempfile.TemporaryDirectory() as folder:
@@ -112,7 +113,7 @@ def main():
     print(f"lowest kiln/gloo: {min(row['kiln_over_gloo'] for row in table):.2f}x (target >= 0.9)")
     if arguments.json:
         with open(arguments.json, "w") as file:
-            json.dump(table, file, indent=1)
+            json.dump({"header": lines, "args": vars(arguments), "results": table}, file, indent=1)
 
 
 if __name__ == "__main__":

@@ -524,7 +524,8 @@ def main():
         if mode_name not in ALL_MODES:
             parser.error(f"unknown mode {mode_name!r}; expected some of {', '.join(ALL_MODES)}")
 
-    print("\n".join(header(sys.argv)))
+    lines = header(sys.argv)
+    print("\n".join(lines))
     figures = {"unavailable": {}}
     modes = {}
     for mode_name in mode_names:
@@ -553,7 +554,7 @@ def main():
         print(f"({title}: {seconds:.0f} s)")
     if args.json:
         with open(args.json, "w") as output:
-            json.dump(figures, output, indent=2)
+            json.dump({"header": lines, "args": vars(args), "results": figures}, output, indent=2)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,11 @@ single step time / DDP step time (1.0: communication costs nothing). On a
 machine with fewer cores than 2 ranks need, the ranks also compete for cores,
 which the figure includes.
 
-    python bench/bench_ddp.py [--models mlp,transformer] [--steps 30]
+    python bench/bench_ddp.py [--models mlp,transformer] [--steps 30] [--json out.json]
 """
 import argparse
 import datetime
+import json
 import multiprocessing
 import os
 import statistics
@@ -90,8 +91,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="mlp,cnn,transformer")
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--json", help="write the figures here as JSON")
     arguments = parser.parse_args()
-    print("\n".join(header(sys.argv)))
+    lines = header(sys.argv)
+    print("\n".join(lines))
+    results = {}
     context = multiprocessing.get_context("spawn")
     print("\nmedian training step (ms): one process on half the batch, and DDP on 2 ranks")
     print(f"{'model':12} {'single ms':>10} {'ddp ms':>10} {'efficiency':>11}")
@@ -102,6 +106,11 @@ def main():
             ranks = run(context, ddp_rank, lambda rank: (rank, store, name, arguments.steps), 2)
         ddp = max(ranks.values())  # a step ends when the slower rank's does
         print(f"{name:12} {single * 1e3:10.2f} {ddp * 1e3:10.2f} {single / ddp:10.2f}x")
+        results[name] = {"single_step_s": single, "ddp_step_s": ddp,
+                         "rank_step_s": [ranks[rank] for rank in sorted(ranks)], "efficiency": single / ddp}
+    if arguments.json:
+        with open(arguments.json, "w") as output:
+            json.dump({"header": lines, "args": vars(arguments), "results": results}, output, indent=2)
 
 
 if __name__ == "__main__":

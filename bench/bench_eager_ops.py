@@ -158,7 +158,8 @@ def main():
     parser.add_argument("--inductor", action="store_true", help="also time CPU Inductor")
     parser.add_argument("--json", help="write the figures here as JSON")
     args = parser.parse_args()
-    print("\n".join(header(sys.argv)))
+    lines = header(sys.argv)
+    print("\n".join(lines))
 
     kiln_small, cpu_small = per_op_cases()
     small = measure(kiln_small, cpu_small, args.rounds, calls=20000)
@@ -176,7 +177,9 @@ def main():
 
     if args.json:
         with open(args.json, "w") as output:
-            json.dump({"per_op": small, "throughput": large, "row_ops": rows}, output, indent=2)
+            json.dump({"header": lines, "args": vars(args),
+                       "results": {"per_op": small, "throughput": large, "row_ops": rows}},
+                      output, indent=2)
 
 
 if __name__ == "__main__":

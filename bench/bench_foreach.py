@@ -16,9 +16,10 @@ Then a whole optimizer step (AdamW with clip_grad_norm_, gradients already
 set): the CPU with foreach=False (its default), kiln with foreach=False and
 kiln with foreach=True (kiln's default, as CUDA's). Nothing is asserted.
 
-    python bench/bench_foreach.py [--calls 300] [--rounds 5]
+    python bench/bench_foreach.py [--calls 300] [--rounds 5] [--json out.json]
 """
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -102,15 +103,20 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", help="write the figures here as JSON")
     arguments = parser.parse_args(argv)
-    print("\n".join(header(sys.argv)))
+    lines = header(sys.argv)
+    print("\n".join(lines))
     cpu, kiln = parameters_on("cpu"), parameters_on("kiln")
     print(f"\n{len(cpu)} tensors ({sum(t.numel() for t in cpu)} elements, float32): the transformer's parameters")
     print(f"us per call (median of {arguments.calls} x {arguments.rounds}, device idle after each)")
     print(f"{'op':46} {'cpu':>8} {'kiln-loop':>10} {'kiln-foreach':>13} {'loop/foreach':>13}")
+    # Medians in microseconds, by variant ("cpu", "kiln-loop", "kiln-foreach").
+    results = {"tensors": len(cpu), "elements": sum(t.numel() for t in cpu), "ops": []}
     for name, cpu_call, loop_call, foreach_call in op_cases(cpu, kiln):
         medians = side_by_side({"cpu": (cpu_call, "cpu"), "kiln-loop": (loop_call, "kiln"),
                                 "kiln-foreach": (foreach_call, "kiln")}, arguments.calls, arguments.rounds)
+        results["ops"].append({"op": name, "us": medians})
         print(f"{name:46} {medians['cpu']:8.1f} {medians['kiln-loop']:10.1f} {medians['kiln-foreach']:13.1f} "
               f"{medians['kiln-loop'] / medians['kiln-foreach']:12.2f}x")
     medians = side_by_side({"cpu, foreach=False": (optimizer_step("cpu", False), "cpu"),
@@ -120,6 +126,10 @@ def main(argv):
     print("\nclip_grad_norm_ + AdamW step (us, median)")
     for name, value in medians.items():
         print(f"  {name:22} {value:8.1f}")
+    results["optimizer_step_us"] = medians
+    if arguments.json:
+        with open(arguments.json, "w") as output:
+            json.dump({"header": lines, "args": vars(arguments), "results": results}, output, indent=2)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ of kiln's kernel compilation.
   then the same with that cache warm on disk (a second fresh process).
 
     python bench/bench_training.py [--steps 20] [--models mlp,cnn,transformer]
+        [--json out.json]
 """
 import argparse
 import json
@@ -78,7 +79,8 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--json", help="write the figures here as JSON")
     args = parser.parse_args()
-    print("\n".join(header(sys.argv)))
+    lines = header(sys.argv)
+    print("\n".join(lines))
     names = args.models.split(",")
     figures = {}
 
@@ -109,7 +111,7 @@ def main():
               f"{warm['seconds']:>14.2f}{cpu['seconds']:>13.2f}")
     if args.json:
         with open(args.json, "w") as output:
-            json.dump(figures, output, indent=2)
+            json.dump({"header": lines, "args": vars(args), "results": figures}, output, indent=2)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
-"""What every benchmark prints first: the command, the date, versions, the kiln
-build it loaded, the host and its load, so a figure can be traced to its run."""
+"""What every benchmark prints first: the command, the commit, the date,
+versions, the kiln build it loaded, the host and its load, so a figure can be
+traced to its run. The same lines go into every benchmark's --json output as
+"header", where bench/render_performance.py reads them."""
 import datetime
 import os
 import platform
 import shlex
+import subprocess
 import sys
 
 import torch
@@ -15,6 +18,24 @@ def load():
         return " ".join(f"{value:.2f}" for value in os.getloadavg())
     except OSError:
         return "unknown"
+
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def commit():
+    """The checkout's commit, `git rev-parse --short HEAD`, with "-dirty" when
+    tracked files differ from it (the build may then hold changes no commit
+    has); "unknown" outside a git checkout."""
+    def git(*arguments):
+        return subprocess.run(["git", "-C", REPOSITORY, *arguments], capture_output=True,
+                              text=True, check=True, timeout=30).stdout.strip()
+    try:
+        revision = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return revision + ("-dirty" if dirty else "")
 
 
 def kiln_build():
@@ -29,6 +50,7 @@ def header(argv, versions=""):
     extra = f"   {versions}" if versions else ""
     return [
         f"command : {' '.join(shlex.quote(a) for a in [sys.executable] + argv)}",
+        f"commit  : {commit()}",
         f"date    : {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"torch   : {torch.__version__}{extra}   python: {platform.python_version()}",
         f"device  : {torch.kiln.get_device_name()}",

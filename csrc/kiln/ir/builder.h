@@ -1,5 +1,8 @@
 // Builder: the way lowering code writes a Kernel.
 //
+// Part of the IR layer (below the torch line); aten/ lowering (eager ops and
+// compiled programs' fused launches) uses it to make the Kernels of kernel.h.
+//
 //   Builder builder("add", KernelKind::kPointwise, rank);
 //   ValueId x = builder.load(builder.add_input(DType::kFloat16, Layout::kContiguous));
 //   ValueId y = builder.load(builder.add_input(DType::kFloat32, Layout::kBroadcast));
@@ -7,9 +10,19 @@
 //   builder.store(builder.add_output(DType::kFloat32, Layout::kContiguous), sum);
 //   Kernel kernel = builder.finish();
 //
-// Loads convert half types to float32 (dtype.h); the helpers promote() and
-// cast() insert conversions. The builder checks arities as it goes; finish()
-// does not verify: call verify() (verifier.h) on the result.
+// Loads convert half types to float32 (dtype.h); cast() inserts conversions.
+// The builder sets each node's dtype from its operands but checks neither
+// arities nor dtypes, and finish() does not verify: call verify()
+// (verifier.h) on the result.
+//
+// Ownership: the Builder owns the Kernel it writes; finish() moves it out,
+// after which the builder is spent (use a new one). Thread-safety: one
+// thread at a time; no locks.
+//
+// Errors: an input, output, scalar or stage index out of range (and
+// accumulator() before reduce()) throws std::out_of_range from
+// std::vector::at, the one exception in this layer; ValueId arguments are
+// not checked (dtype_of() and the node helpers index with them directly).
 #pragma once
 
 #include <string>
@@ -22,6 +35,7 @@ class Builder {
  public:
   Builder(std::string name, KernelKind kind, int rank);
 
+  // Each returns the new operand's or scalar's index, counted from 0.
   int add_input(DType dtype, Layout layout);
   int add_output(DType dtype, Layout layout);
   int add_scalar(DType dtype);  // f64, i64 or bool
@@ -61,6 +75,7 @@ class Builder {
   // returns the stage's index.
   int reduce_stage(ReduceOp op, ValueId value);
 
+  // Moves the kernel out; see the top.
   Kernel finish();
 
  private:

@@ -1,7 +1,9 @@
 // Graph: a whole forward or backward graph, as torch.compile hands it to Kiln.
 //
-// The graph compiler's input. Every value is a tensor of static sizes and one
-// dtype; every node is one of three kinds:
+// The graph compiler's input, in the IR layer (below the torch line): the
+// bindings (python/program_bindings.cc) fill it from torch.compile's FX
+// graph, and compiler/passes fuse and prune it. Every value is a tensor of
+// static sizes and one dtype; every node is one of three kinds:
 //
 //   kPointwise  one output of the node's output sizes, each element computed
 //               from the inputs' elements at the same position (inputs of
@@ -20,6 +22,11 @@
 // bfloat16 (Builder::cast semantics: rounded, then float32); kConstant holds
 // `real` or `integer` of `dtype`. The dtype of every other node follows from
 // its operands, so it is not stored. The last node is the result.
+//
+// Ownership and threads: a Graph is a plain value that owns everything in it;
+// ids are indices into `values` and `nodes`, and `call` an index into a table
+// its caller keeps. The functions below are pure and safe from any thread.
+// Errors come back as text (empty: none), never as exceptions.
 #pragma once
 
 #include <optional>
@@ -63,15 +70,17 @@ struct Graph {
   std::vector<GraphValueId> outputs;  // values handed back (may repeat)
 };
 
-// The opcode printed as `name` by opcode_name(), if any.
+// The opcode printed as `name` by opcode_name(), if any. Walks the enum: O(codes).
 std::optional<OpCode> opcode_from_name(std::string_view name);
 
 // Checks the structure: value ids in range, every value written once and
 // before it is read, loads within the node's inputs, fragment operands before
-// their users. Returns an empty string or the first problem found.
+// their users. Returns an empty string or the first problem found. Does not
+// check dtypes, sizes or the order of reduced_dims.
 std::string check_graph(const Graph& graph);
 
-// A readable listing, one line per node, for KILN_DUMP_DIR and tests.
+// A readable listing, one line per node, for KILN_DUMP_DIR and tests. Only
+// for a graph check_graph() accepted: ids are not range-checked here.
 std::string print_graph(const Graph& graph);
 // One fragment as text ("%0 = load 0; %1 = exp %0; ..."); also the fragment's
 // identity in kernel signatures, so it prints every field that matters.

@@ -1,5 +1,14 @@
 // Kernel: one unit of generated code, in Kiln IR.
 //
+// The centre of the IR layer (below the torch line): lowering (aten/) builds
+// Kernels with builder.h, printer.h names them, and compiler/codegen checks
+// them with verifier.h and turns them into C for the kernel cache.
+//
+// Ownership and threads: Node, Operand, FixedShape, Reduction and Kernel are
+// plain values that own all their data (no pointers; a ValueId is an index
+// into Kernel::nodes). Copy or move them freely; a Kernel no thread writes
+// may be read from any number of threads; nothing here locks.
+//
 // A kernel iterates over an index space of `rank` dims. Dim 0 is the innermost
 // (fastest-moving), as in PyTorch's TensorIterator. Sizes, strides and scalar
 // values are launch arguments, not part of the kernel, so one compiled kernel
@@ -73,6 +82,7 @@ struct FixedShape {
 };
 
 enum class ReduceOp : uint8_t { kSum, kProduct, kMax, kMin, kArgMax, kArgMin, kAny, kAll };
+// "sum", "argmax", ...: a static string; "unknown" outside the enum.
 const char* reduce_op_name(ReduceOp op);
 
 struct Reduction {
@@ -92,6 +102,9 @@ struct Kernel {
   std::vector<Operand> outputs;
   std::vector<DType> scalars;  // f64, i64 or bool launch arguments
   std::vector<Node> nodes;
+  // results, store_offsets and store_accumulates have one entry per output
+  // (Builder::add_output keeps them so; verify() checks it, and print() and
+  // codegen rely on it).
   std::vector<ValueId> results;  // outputs[i] stores nodes[results[i]]
   // Indexed stores (scatter, index_put, embedding backward): per output, an
   // int64 element offset added to the current position (kNoValue: none), and
@@ -107,7 +120,8 @@ struct Kernel {
 };
 
 // The accumulator dtype of a reduction over `input` values: the input dtype,
-// bool for any/all, int64 for argmax/argmin indices.
+// bool for any/all. (argmax/argmin indices are read through
+// kAccumulatorIndex, which is int64; the accumulator itself keeps `input`.)
 DType reduce_accumulator_dtype(ReduceOp op, DType input);
 
 }  // namespace kiln::ir

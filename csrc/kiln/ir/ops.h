@@ -1,5 +1,9 @@
 // OpCode: the operations of Kiln's pointwise expression language.
 //
+// Part of the IR layer (below the torch line): the Node of kernel.h carries an
+// OpCode; builder.h makes nodes, verifier.h checks them, codegen/ turns each
+// into C.
+//
 // An expression is a list of Nodes in SSA form: each node names its operands
 // by their index in the list, so a node always comes after its operands. Every
 // node has a compute dtype (never float16 or bfloat16: see dtype.h).
@@ -10,6 +14,11 @@
 //   select(cond, a, b): bool cond, a and b share the result dtype
 //   cast: any dtype to any dtype (a cast "to" float16/bfloat16 rounds to that
 //         precision and yields float32)
+//
+// The queries below are pure functions; safe from any thread; they report no
+// errors. opcode_class() works by ranges of the enum, and opcode_from_name()
+// (graph.h) walks the codes up to the last one: a new opcode goes into its
+// range, and one added at the end updates both (ops.cc, graph.cc).
 #pragma once
 
 #include <cstdint>
@@ -79,8 +88,11 @@ enum class OpClass : uint8_t {
   kCast,
 };
 
+// The name printed in IR text ("add", "exp"); a static string, "unknown"
+// for a code outside the enum.
 const char* opcode_name(OpCode code);
 OpClass opcode_class(OpCode code);
+// Operands in args[]: 0 for leaves but kIndexedLoad (1), 1, 2 or 3.
 int opcode_arity(OpCode code);
 // True for ops defined on floating dtypes only (exp, log, sin, ...).
 bool opcode_needs_floating(OpCode code);

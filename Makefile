@@ -1,7 +1,7 @@
 # make demo   sets up, builds, and evaluates the example transformer with kiln-eval
 # make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
 # make bench  runs the benchmarks of bench/ (not part of the tests)
-# make operators  runs the full OpInfo sweep and rewrites docs/operators.md (slow)
+# make operators  runs the full OpInfo sweep and rewrites docs/reference/operators.md (slow)
 VENV ?= $(HOME)/.cache/kiln/venv
 BUILD ?= build
 PYTHON := $(VENV)/bin/python
@@ -34,7 +34,7 @@ bench: setup
 
 operators: setup
 	$(PYTHON) tests/conformance/opinfo_sweep.py --dtypes float32,float16,bfloat16,int64,bool \
-		--samples 4 --grad --markdown docs/operators.md --json $(BUILD)/operators.json
+		--samples 4 --grad --markdown docs/reference/operators.md --json $(BUILD)/operators.json
 
 clean:
 	rm -rf $(BUILD) python/torch_kiln/_C*.so

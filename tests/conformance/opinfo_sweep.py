@@ -22,7 +22,7 @@ Each record also names the paths its kiln ops took (compiled, library, native,
 fallback: torch_kiln.get_executed_ops()).
 
     python tests/conformance/opinfo_sweep.py [--ops add,mul] [--dtypes float32,int64]
-        [--samples 8] [--grad] [--json results.json] [--markdown docs/operators.md]
+        [--samples 8] [--grad] [--json results.json] [--markdown docs/reference/operators.md]
 """
 import argparse
 import json
@@ -238,7 +238,7 @@ def main():
     parser.add_argument("--samples", type=int, default=8, help="samples per op and dtype")
     parser.add_argument("--grad", action="store_true", help="compare float32 gradients too")
     parser.add_argument("--json", help="write the per-op records here")
-    parser.add_argument("--markdown", help="write the operator table here (docs/operators.md)")
+    parser.add_argument("--markdown", help="write the operator table here (docs/reference/operators.md)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     dtypes = KILN_DTYPES

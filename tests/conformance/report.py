@@ -1,4 +1,4 @@
-"""The OpInfo sweep's summary lines and docs/operators.md."""
+"""The OpInfo sweep's summary lines and docs/reference/operators.md."""
 import torch
 
 KILN_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,

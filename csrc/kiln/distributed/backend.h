@@ -13,6 +13,37 @@
 // Coalescing is not offered (supportsCoalescing() is false), so
 // batch_isend_irecv issues each send and receive on its own; Gloo's sends do
 // not wait for the matching receive.
+//
+// Part of the distributed layer, the top of the C++ stack: it uses the c10
+// layer (current streams, check_status) and host_alias() from aten/; Python
+// (torch_kiln.distributed) constructs it and registers it with c10d.
+//
+// Sync or async: every collective blocks the caller until the current
+// stream of the tensors' device has run its queue. Over Gloo it then starts
+// the transport and returns at once; Gloo's threads move the data, and the
+// finishing step runs on the completer thread or in wait(). Through shared
+// memory the whole collective runs in the calling thread and the returned
+// work is already complete (async_op overlaps nothing there). Either way the
+// data moves outside stream order: work enqueued before wait() must not
+// touch the tensors.
+//
+// Ownership: the returned work keeps the output tensors alive (for in-place
+// collectives, the tensors themselves). Inputs that are only read, those of
+// the all_gather, gather, scatter and all_to_all families, reach Gloo as
+// non-owning host aliases: the caller keeps them alive until the work
+// completes. (reduce and reduce_scatter hand Gloo owned copies.)
+//
+// Threads: collectives are called without the GIL (c10d's bindings release
+// it) and, as for any process group, in the same order on every rank. The
+// shared-memory path runs one collective at a time (SharedMemoryCollectives'
+// lock); setTimeout() is not synchronized with collectives in flight.
+//
+// Errors: a bad call (a tensor not on one kiln device, AVG of bool,
+// PREMUL_SUM without a factor or of integers, mismatched list lengths)
+// throws c10::Error at once, as does a failure pending on the current stream;
+// the other ranks then wait for this one until their timeout. A failure of
+// the transport or of shared memory is the work's DistBackendError, thrown
+// by wait().
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -29,9 +60,15 @@ namespace kiln::torch_integration::distributed {
 class KilnBackend : public c10d::Backend {
  public:
   // `transport`: a Gloo backend of the same group (same rank, size and
-  // store, under its own prefix), made in Python by torch_kiln.distributed.
+  // store, under its own prefix), made in Python by torch_kiln.distributed;
+  // shared with Python, held until destruction; must not be null (throws).
   // `shared_memory`: the group's segment when all its ranks are on this
-  // host, else null.
+  // host, else null; shared with Python, used only by this backend. Starts
+  // the completer thread and installs the abort report (abort_report.h).
+  //
+  // Destruction first destroys the completer, which completes every work
+  // still in flight (waiting for its transport) while the transport is
+  // alive. Works returned earlier may outlive the backend.
   KilnBackend(int rank, int size, std::chrono::milliseconds timeout,
               c10::intrusive_ptr<c10d::Backend> transport,
               std::shared_ptr<SharedMemoryGroup> shared_memory = nullptr);
@@ -41,6 +78,7 @@ class KilnBackend : public c10d::Backend {
   const std::string getBackendName() const override { return "kiln"; }
   bool supportsCoalescing() const override { return false; }
   bool supportsSplitting() const override { return false; }
+  // The group's timeout for later collectives, here and in the transport.
   void setTimeout(std::chrono::milliseconds timeout) override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -95,15 +133,15 @@ class KilnBackend : public c10d::Backend {
 
  private:
   struct Launch;  // backend.cc
-  // The work of a collective that `run` just carried out through shared
-  // memory, in this thread; its failure becomes the work's error, raised by
-  // wait() as a transport's would be. `after` (AVG's division) runs once it
-  // succeeded.
   // The work of a collective that ended in this thread, with `failure` (or
-  // none) as its error; `after` runs if it succeeded.
+  // none) as its error; `after` runs if it succeeded. Completed before it is
+  // returned.
   c10::intrusive_ptr<c10d::Work> finished_here(const char* name, c10d::OpType type,
                                                std::vector<at::Tensor> outputs, std::exception_ptr failure,
                                                KilnWork::Finish after);
+  // Runs `run` (a collective through shared memory) in this thread now; what
+  // it throws becomes the work's error, raised by wait() as a transport's
+  // would be. `after` (AVG's division) runs once it succeeded.
   c10::intrusive_ptr<c10d::Work> ran_in_shared_memory(const char* name, c10d::OpType type,
                                                       std::vector<at::Tensor> outputs,
                                                       const std::function<void()>& run,

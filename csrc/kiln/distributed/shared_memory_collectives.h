@@ -34,6 +34,20 @@
 // on the calling thread alone: each rank is a process with its own core.
 // Every method throws c10::Error naming what failed: a rank that timed out
 // or exited, or ranks whose calls differ.
+//
+// Part of the distributed layer: KilnBackend (backend.h) owns one, over the
+// group runtime/shared_memory_group.h sets up.
+//
+// Sync: every method blocks the calling thread until this rank's part of the
+// collective is done, or until `timeout` (one deadline for all its pieces)
+// passes. Tensors are borrowed for the call only; a non-contiguous one goes
+// through a contiguous copy that is written back at the end.
+//
+// Ownership and threads: the group is shared (Python holds it too) but must
+// be used by this object alone. Methods may be called from any thread; a
+// mutex lets one collective at a time run. After a barrier failed, the
+// ranks are out of step and every later collective on the group fails at
+// once (the group cannot recover).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -54,6 +68,7 @@ class SharedMemoryCollectives {
   using Timeout = std::chrono::milliseconds;
   using RedOp = c10d::ReduceOp::RedOpType;
 
+  // Throws c10::Error unless `group` has two ranks or more.
   explicit SharedMemoryCollectives(std::shared_ptr<SharedMemoryGroup> group);
 
   // Whether tensors of `dtype` go through shared memory (the others keep
@@ -61,7 +76,11 @@ class SharedMemoryCollectives {
   static bool supports(at::ScalarType dtype);
   static bool supports(at::ScalarType dtype, RedOp op);
 
-  // Each takes CPU aliases of device memory (host_alias).
+  // Each takes CPU aliases of device memory (host_alias), which the caller
+  // has ordered after the device's queued work. Ranks whose sizes, dtypes,
+  // op or root differ all fail alike, at the first meeting. (all_to_all
+  // compares only the collective and the dtype there; a count one rank
+  // sends that another does not expect fails the receiving rank alone.)
   void all_reduce(const at::Tensor& tensor, RedOp op, Timeout timeout);
   void all_gather(const at::Tensor& output, const at::Tensor& input, Timeout timeout);
   void reduce_scatter(const at::Tensor& output, const at::Tensor& input, RedOp op, Timeout timeout);

@@ -1,4 +1,9 @@
-// KilnWork: the c10d::Work that every collective of the `kiln` backend returns.
+// KilnWork: the c10d::Work that every collective of the `kiln` backend returns,
+// and Completer, the thread that completes them.
+//
+// Part of the distributed layer (the top of the C++ stack, beside the
+// python bindings); backend.h makes the works, PyTorch's c10d and DDP use
+// them.
 //
 // It wraps the transport's works (Gloo, running on host aliases of device
 // memory). When all of them are done, a finishing step runs once (dividing
@@ -9,6 +14,12 @@
 // collective. A transport failure (a peer that died, a timeout, a mismatched
 // collective) becomes a DistBackendError naming the collective, the rank and
 // the group size.
+//
+// GIL: nothing here acquires a GIL it did not hold. Future callbacks (a Python DDP comm hook)
+// run on whichever thread completes the work and take the GIL themselves, so
+// a thread that waits for a completion must not hold it: isCompleted() and
+// ~Completer() let it go; wait() and synchronize() do not (Python's
+// Work.wait releases it before calling; its deprecated synchronize does not).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -27,6 +38,7 @@
 namespace kiln::torch_integration::distributed {
 
 // What a collective is, for error messages: "all_reduce on rank 1 of 2".
+// `name` is borrowed and must outlive the work: backend.cc passes literals.
 struct CollectiveLabel {
   const char* name;
   int rank;
@@ -68,7 +80,19 @@ struct CompletionBell {
 // tensors whose Python objects need the GIL to be released, and at
 // interpreter exit a thread asking for the GIL is ended inside C++ code that
 // cannot unwind (the process aborts). Finished works are released by the
-// next submit(), on the thread launching collectives, or by the destructor.
+// next submit(), on the thread launching collectives, or by the destructor:
+// until then a finished work keeps its output tensors alive.
+//
+// Lifetime: the thread (named "kiln-complete") starts in the constructor; one
+// per backend. The destructor marks it stopping, and the thread completes
+// every work still queued, waiting for each transport (up to its timeout),
+// before it ends; the destructor waits for that without the GIL, then
+// releases the finished works. Works hold the bell, not the Completer, so
+// they may outlive it.
+//
+// Thread-safety: submit() and the destructor may be called from any thread;
+// the bell's mutex guards the queue, `finished_` and the flags. A work is
+// completed under its own lock, with the bell's released.
 class Completer {
  public:
   static constexpr std::chrono::milliseconds kCompletionPoll{10};
@@ -78,6 +102,10 @@ class Completer {
   ~Completer();  // completes what was submitted, then stops
   Completer(const Completer&) = delete;
   Completer& operator=(const Completer&) = delete;
+  // Queues `work` (shared: the caller keeps its own reference) and releases
+  // the works finished since the last submit, on the calling thread, outside
+  // the lock. Wakes the thread only when it sleeps idle. Never blocks on a
+  // collective.
   void submit(c10::intrusive_ptr<KilnWork> work);
   const std::shared_ptr<CompletionBell>& bell() const { return bell_; }
 
@@ -100,6 +128,14 @@ class KilnWork : public c10d::Work {
   // `finish` runs once they all succeeded, then the future completes with
   // `outputs`. `completer` holds the work until then, even if the caller
   // drops it.
+  //
+  // Ownership: the work owns `outputs` (the device tensors: they stay alive
+  // until the work is released), the transport's works, and `finish` with
+  // whatever it captured. Nothing else is kept: backend.h says which inputs
+  // the caller keeps alive until the work completes. `finish` and the
+  // future's callbacks run on the thread that completes the work: the
+  // completer's, or one in wait()/isCompleted(). An exception from `finish`
+  // becomes the work's error.
   static c10::intrusive_ptr<KilnWork> start(Completer& completer, CollectiveLabel label,
                                             c10d::OpType type,
                                             std::vector<c10::intrusive_ptr<c10d::Work>> transport,
@@ -115,12 +151,26 @@ class KilnWork : public c10d::Work {
   // complete when the collective returns, and a failure is its error.
   void complete_now() { complete_once(); }
 
+  // Never blocks on the transport: when the transport is done it completes
+  // the work here (waiting, without the GIL, for a completion already running
+  // on another thread).
   bool isCompleted() override;
+  // Non-blocking reads of the future: false and null until it completes.
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
+  // The output tensors, at once, whether or not the collective finished.
   std::vector<at::Tensor> result() override;
+  // Blocks the calling thread until the work completes (running the
+  // finishing step here if no other thread has) and returns true, or throws
+  // the collective's DistBackendError. With a timeout, first waits for each
+  // transport work with it, and a transport timeout is thrown as a
+  // DistBackendError. Any thread; must not hold the GIL (see the top).
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  // Same as wait(): the host blocks (no stream to order against).
   void synchronize() override;
+  // The future that completes with the output tensors (a list) or the error.
+  // Asking rings the completer so it completes the work as soon as its
+  // transport is done, instead of at its next pass.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 

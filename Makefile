@@ -1,6 +1,9 @@
 # make demo   sets up, builds, and evaluates the example transformer with kiln-eval
 # make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
-# make bench  runs the benchmarks of bench/ (not part of the tests)
+# make bench  runs the benchmarks of bench/ (not part of the tests), each in its own process,
+#             writes their JSON to bench/results/ and re-renders docs/performance.md (about 20 min;
+#             run it on a quiet machine: the figures are stamped with the machine and its load)
+# make performance  only re-renders docs/performance.md from the JSON in bench/results/
 # make operators  runs the full OpInfo sweep and rewrites docs/reference/operators.md (slow)
 VENV ?= $(HOME)/.cache/kiln/venv
 BUILD ?= build
@@ -8,7 +11,7 @@ PYTHON := $(VENV)/bin/python
 export KILN_VENV := $(VENV)
 export KILN_BUILD_DIR := $(abspath $(BUILD))
 
-.PHONY: setup demo test test-cpp test-python bench operators clean
+.PHONY: setup demo test test-cpp test-python bench performance operators clean
 
 setup:
 	@scripts/setup.sh
@@ -25,12 +28,26 @@ test-cpp:
 test-python:
 	$(PYTHON) -m pytest -q -n auto tests/python
 
+BENCH_RESULTS ?= bench/results
+
 bench: setup
-	$(PYTHON) bench/bench_copies.py
-	$(PYTHON) bench/bench_native_ops.py
-	$(PYTHON) bench/bench_eager_ops.py
-	$(PYTHON) bench/bench_training.py
-	$(PYTHON) bench/bench_foreach.py
+	@mkdir -p $(BENCH_RESULTS)
+	$(PYTHON) bench/bench_copies.py --json $(BENCH_RESULTS)/copies.json
+	$(PYTHON) bench/bench_native_ops.py --json $(BENCH_RESULTS)/native_ops.json
+	$(PYTHON) bench/bench_eager_ops.py --inductor --json $(BENCH_RESULTS)/eager_ops.json
+	$(PYTHON) bench/bench_training.py --json $(BENCH_RESULTS)/training.json
+	$(PYTHON) bench/bench_foreach.py --json $(BENCH_RESULTS)/foreach.json
+	$(PYTHON) bench/bench_compile.py --json $(BENCH_RESULTS)/compile.json
+	$(PYTHON) bench/bench_allreduce.py --json $(BENCH_RESULTS)/allreduce.json
+	$(PYTHON) bench/bench_ddp.py --json $(BENCH_RESULTS)/ddp.json
+ifneq ($(wildcard bench/bench_import.py),)
+	$(PYTHON) bench/bench_import.py --json $(BENCH_RESULTS)/import.json
+endif
+	@$(MAKE) --no-print-directory performance
+
+# Standard library only: needs no build.
+performance:
+	python3 bench/render_performance.py --results $(BENCH_RESULTS) --output docs/performance.md
 
 operators: setup
 	$(PYTHON) tests/conformance/opinfo_sweep.py --dtypes float32,float16,bfloat16,int64,bool \

@@ -38,6 +38,18 @@ def commit():
     return revision + ("-dirty" if dirty else "")
 
 
+def cpu_model():
+    """The processor's model name (Linux's /proc/cpuinfo), else platform's guess."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown processor"
+
+
 def kiln_build():
     """The extension module this run loaded and when it was built."""
     import torch_kiln._C as extension
@@ -55,7 +67,7 @@ def header(argv, versions=""):
         f"torch   : {torch.__version__}{extra}   python: {platform.python_version()}",
         f"device  : {torch.kiln.get_device_name()}",
         f"kiln    : {kiln_build()}",
-        f"host    : {platform.machine()}, os.cpu_count()={os.cpu_count()}, "
+        f"host    : {platform.machine()} {cpu_model()}, os.cpu_count()={os.cpu_count()}, "
         f"torch.get_num_threads()={torch.get_num_threads()}",
         f"load    : {load()} at start (other processes share these cores)",
     ]

@@ -1,0 +1,773 @@
+#!/usr/bin/env python
+"""Renders docs/performance.md, the current figure of each benchmark, from the
+JSON the bench scripts write with --json.
+
+    python bench/render_performance.py [--results bench/results] [--output docs/performance.md]
+
+`make bench` runs every benchmark with `--json bench/results/<name>.json`, then
+this script; `make performance` runs this script alone, on the JSON already
+there. Each section of the page is stamped with the header its benchmark
+recorded (bench/run_info.py: command, commit, date, machine), so a figure on the
+page can be traced to the run that measured it. A benchmark whose JSON is absent
+is listed as not measured; a JSON file no entry below knows is still rendered,
+as a plain table of its results. Standard library only: it runs without torch
+or a build of Kiln. The page's text is here; its figures come only from the JSON.
+"""
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+from typing import Callable
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_RESULTS = os.path.join(REPOSITORY, "bench", "results")
+DEFAULT_OUTPUT = os.path.join(REPOSITORY, "docs", "performance.md")
+
+
+# ---------------------------------------------------------------- formatting
+
+def number(value):
+    """A figure with as many decimals as its size needs; "n/a" for None."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    decimals = decimals_for(value)
+    return f"{value:.{decimals}f}" if decimals is not None else f"{value:.2e}"
+
+
+def decimals_for(value):
+    """Decimals that show `value` to about three significant digits (two
+    below 1000, none above); None for a value too small for fixed notation."""
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return 0
+    if magnitude >= 100:
+        return 1
+    if magnitude >= 1 or magnitude == 0:
+        return 2
+    if magnitude < 1e-4:
+        return None
+    return 2 - math.floor(math.log10(magnitude))
+
+
+def spread(value, reference):
+    """`value` (an IQR) with as many decimals as `reference` (its median) has on the page."""
+    decimals = decimals_for(reference)
+    return number(value) if decimals is None else f"{value:.{decimals}f}"
+
+
+def scaled(value, scale):
+    return None if value is None else value * scale
+
+
+def ratio_of(numerator, denominator):
+    """numerator / denominator, or None when either is missing or zero."""
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    return numerator / denominator
+
+
+def ratio_text(value):
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def geometric_mean(values):
+    values = [value for value in values if value is not None and value > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(value) for value in values) / len(values))
+
+
+def table(heading, rows):
+    """A markdown table; `heading` is a list of column titles, each row a list
+    of cells (already text)."""
+    lines = ["| " + " | ".join(heading) + " |", "|" + "|".join("---" for _ in heading) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def size_text(nbytes):
+    mib, kib = 1024 * 1024, 1024
+    if nbytes >= mib and nbytes % mib == 0:
+        return f"{nbytes // mib} MiB"
+    if nbytes >= kib and nbytes % kib == 0:
+        return f"{nbytes // kib} KiB"
+    return f"{nbytes} B"
+
+
+def median_iqr(entry, scale):
+    """"median ±IQR" of a bench_compile entry, scaled; "error" for a failed mode."""
+    if entry is None:
+        return "-"
+    if "error" in entry:
+        return "error"
+    median = entry["median_s"] * scale
+    return f"{number(median)} ±{spread(entry['iqr_s'] * scale, median)}"
+
+
+def median_of(entry):
+    if not isinstance(entry, dict) or "error" in entry:
+        return None
+    return entry.get("median_s")
+
+
+# ---------------------------------------------------------------- the stamp
+
+def parse_header(lines):
+    """{"command": ..., "commit": ..., ...} from run_info's "key : value" lines."""
+    fields = {}
+    for line in lines or []:
+        key, separator, value = line.partition(":")
+        if separator:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def stamp(name, fields):
+    """The lines that say which run measured a section's figures."""
+    if not fields:
+        return [f"*Run: not recorded (`{name}.json` has no header; it predates bench/run_info.py's "
+                "header in the JSON). Re-run the benchmark to stamp it.*"]
+    missing = "not recorded"
+    machine = fields.get("host", missing)
+    if "device" in fields:
+        machine += f"; device {fields['device']}"
+    return [
+        f"- command: `{fields.get('command', missing)}`",
+        f"- commit: `{fields.get('commit', missing)}`; date: {fields.get('date', missing)}",
+        f"- machine: {machine}; load {fields.get('load', missing)}",
+        f"- software: torch {fields.get('torch', missing)}; kiln build {fields.get('kiln', missing)}",
+    ]
+
+
+# ---------------------------------------------------------------- one renderer per benchmark
+
+def render_copies(results, args):
+    kiln_cases, sizes, cells = [], [], {}
+    for row in results:
+        if row["size_bytes"] not in sizes:
+            sizes.append(row["size_bytes"])
+        if not row["case"].startswith("memcpy") and row["case"] not in kiln_cases:
+            kiln_cases.append(row["case"])
+        cells[(row["size_bytes"], row["case"])] = row
+    heading = ["size", "memcpy (numpy) GB/s", "memcpy (torch) GB/s"] + [f"{case} GB/s (x numpy)"
+                                                                        for case in kiln_cases]
+    rows = []
+    for size in sizes:
+        row = [size_text(size)]
+        for case in ("memcpy (numpy)", "memcpy (torch)"):
+            row.append(number(cells[(size, case)]["gb_per_s"]) if (size, case) in cells else "-")
+        for case in kiln_cases:
+            entry = cells.get((size, case))
+            row.append("-" if entry is None else
+                       f"{number(entry['gb_per_s'])} ({ratio_text(entry['ratio_vs_numpy_memcpy'])})")
+        rows.append(row)
+    rows.append(["geomean x numpy", "", ""] + [ratio_text(geometric_mean(
+        [cells[(size, case)]["ratio_vs_numpy_memcpy"] for size in sizes if (size, case) in cells]))
+        for case in kiln_cases])
+    kiln_rows = [row for row in results if not row["case"].startswith("memcpy")]
+    lines = table(heading, rows)
+    if kiln_rows:
+        lowest = min(kiln_rows, key=lambda row: row["ratio_vs_numpy_memcpy"])
+        lines += ["", f"Lowest kiln case against memcpy (numpy): {ratio_text(lowest['ratio_vs_numpy_memcpy'])} "
+                      f"({lowest['case']}, {size_text(lowest['size_bytes'])}); target >= 0.8x. "
+                      "x numpy = the memcpy's median time / the case's."]
+    return lines
+
+
+def render_native_ops(results, args, extra):
+    rows = []
+    for row in results:
+        rows.append([f"`{row['op']}`", number(row["kiln_us"]), number(row["cpu_us"]),
+                     ratio_text(ratio_of(row["cpu_us"], row["kiln_us"])),
+                     "-" if row.get("kiln_issue_us") is None else number(row["kiln_issue_us"])])
+    rows.append(["geomean", "", "", ratio_text(geometric_mean(
+        [ratio_of(row["cpu_us"], row["kiln_us"]) for row in results])), ""])
+    lines = table(["op", "kiln us", "cpu us", "cpu / kiln", "kiln issue us"], rows)
+    if extra.get("synchronize_idle_us") is not None:
+        lines += ["", f"`torch.kiln.synchronize()` on an idle stream: {number(extra['synchronize_idle_us'])} us. "
+                      "Target: cpu / kiln >= 0.5x (kiln within 2x of the CPU). "
+                      "Issue us: a queued op's loop without waiting for the stream."]
+    return lines
+
+
+def render_eager_ops(results, args):
+    lines = []
+    parts = [("per_op", "Per-op cost on a cache hit", "us", 1e6, "target cpu / kiln >= 0.67x"),
+             ("throughput", "Throughput", "ms", 1e3, "target cpu / kiln >= 0.9x"),
+             ("row_ops", "Row ops", "us", 1e6, "no target")]
+    for key, title, unit, scale, target in parts:
+        part = results.get(key)
+        if not part:
+            continue
+        inductor = any("inductor" in row for row in part)
+        heading = ["case", f"kiln {unit}", f"cpu {unit}", "cpu / kiln"]
+        if inductor:
+            heading += [f"inductor {unit}", "inductor / kiln"]
+        rows = []
+        for row in part:
+            cells = [row["case"], number(scaled(row.get("kiln"), scale)), number(scaled(row.get("cpu"), scale)),
+                     ratio_text(ratio_of(row.get("cpu"), row.get("kiln")))]
+            if inductor:
+                cells += [number(scaled(row.get("inductor"), scale)),
+                          ratio_text(ratio_of(row.get("inductor"), row.get("kiln")))]
+            rows.append(cells)
+        mean = ["geomean", "", "", ratio_text(geometric_mean([ratio_of(row.get("cpu"), row.get("kiln"))
+                                                                for row in part]))]
+        if inductor:
+            mean += ["", ratio_text(geometric_mean([ratio_of(row.get("inductor"), row.get("kiln"))
+                                                     for row in part]))]
+        rows.append(mean)
+        lines += [f"{title} ({unit} per call; {target}):", ""] + table(heading, rows) + [""]
+    return lines[:-1]
+
+
+def render_training(results, args):
+    rows, ratios = [], []
+    for model, entry in results.items():
+        ratio = ratio_of(entry.get("cpu_step_s"), entry.get("kiln_step_s"))
+        ratios.append(ratio)
+        cold, warm = entry.get("cold", {}), entry.get("warm", {})
+        rows.append([model, number(scaled(entry.get("kiln_step_s"), 1e3)), number(scaled(entry.get("cpu_step_s"), 1e3)),
+                     ratio_text(ratio), number(entry.get("fallback_ops")),
+                     number(cold.get("kernels_compiled")), number(cold.get("compile_seconds")),
+                     number(cold.get("seconds")), number(warm.get("seconds")),
+                     number(entry.get("cpu_first_step_s"))])
+    rows.append(["geomean", "", "", ratio_text(geometric_mean(ratios))] + [""] * 6)
+    return table(["model", "kiln step ms", "cpu step ms", "cpu / kiln", "fallback ops",
+                  "cold: kernels compiled", "cold: compile s", "cold: first step s", "warm: first step s",
+                  "cpu first step s"], rows) + [
+        "", "Step time: median over the run's steps; target cpu / kiln >= 1.0x. First steps: fresh processes, "
+            "cold with an empty kernel cache, warm on the same cache."]
+
+
+def render_foreach(results, args):
+    ops = results.get("ops", [])
+    rows = []
+    for entry in ops:
+        us = entry["us"]
+        rows.append([f"`{entry['op']}`", number(us.get("cpu")), number(us.get("kiln-loop")),
+                     number(us.get("kiln-foreach")), ratio_text(ratio_of(us.get("kiln-loop"), us.get("kiln-foreach"))),
+                     ratio_text(ratio_of(us.get("cpu"), us.get("kiln-foreach")))])
+    rows.append(["geomean", "", "", "",
+                 ratio_text(geometric_mean([ratio_of(e["us"].get("kiln-loop"), e["us"].get("kiln-foreach"))
+                                            for e in ops])),
+                 ratio_text(geometric_mean([ratio_of(e["us"].get("cpu"), e["us"].get("kiln-foreach"))
+                                            for e in ops]))])
+    lines = [f"{number(results.get('tensors'))} tensors, {number(results.get('elements'))} float32 elements "
+             "(the transformer's parameters); us per call, median:", ""]
+    lines += table(["op", "cpu us", "kiln-loop us", "kiln-foreach us", "loop / foreach", "cpu / foreach"], rows)
+    step = results.get("optimizer_step_us", {})
+    if step:
+        baseline = next(iter(step.values()))
+        baseline_name = next(iter(step))
+        lines += ["", "`clip_grad_norm_` + AdamW step, us, median:", ""]
+        lines += table(["variant", "us", f"({baseline_name}) / variant"],
+                       [[name, number(value), ratio_text(ratio_of(baseline, value))] for name, value in step.items()])
+    return lines
+
+
+def compile_modes(results, section, kind=None):
+    """The modes of one bench_compile section, in the order the JSON has them."""
+    modes = []
+    for model, entry in results.items():
+        if not isinstance(entry, dict) or section not in entry:
+            continue
+        table_ = entry[section] if kind is None else entry[section].get(kind, {})
+        if section == "optimizer_step":
+            table_ = table_.get("modes", {})
+        for mode in table_:
+            if mode not in modes and mode != "graphs_compiled_while_timed":
+                modes.append(mode)
+    return modes
+
+
+def compile_models(results):
+    return [name for name, entry in results.items()
+            if isinstance(entry, dict) and any(key in entry for key in ("steady", "first_step", "optimizer_step"))]
+
+
+def render_compile(results, args):
+    lines, notes = [], []
+    models = compile_models(results)
+    for mode, reason in results.get("unavailable", {}).items():
+        notes.append(f"{mode}: not run, {reason}")
+
+    def collect_errors(where, entries):
+        for mode, entry in entries.items():
+            if isinstance(entry, dict) and "error" in entry:
+                notes.append(f"{where} {mode}: {entry['error']}")
+
+    # Steady state: every mode's median ±IQR, train and inference.
+    modes = [mode for mode in compile_modes(results, "steady", "inference")]
+    for mode in compile_modes(results, "steady", "train"):
+        if mode not in modes:
+            modes.append(mode)
+    if modes:
+        rows = []
+        for model in models:
+            steady = results[model].get("steady")
+            if not steady:
+                continue
+            for kind in ("train", "inference"):
+                rows.append([model, kind] + [median_iqr(steady.get(kind, {}).get(mode), 1e3) for mode in modes])
+                collect_errors(f"{model} {kind}", steady.get(kind, {}))
+            if steady.get("graphs_compiled_while_timed"):
+                notes.append(f"{model}: {steady['graphs_compiled_while_timed']} graph(s) compiled while timed")
+        lines += ["Steady state, ms per step, median ±IQR (train: a training step; inference: the forward under "
+                  "`torch.no_grad()`):", ""]
+        lines += table(["model", "step"] + modes, rows) + [""]
+
+        comparisons = [("cpu-eager", "kiln-compiled", ""), ("cpu-inductor", "kiln-compiled", ">= 1.0"),
+                       ("kiln-eager", "kiln-compiled", "> 1"), ("cpu-eager", "kiln-eager", ""),
+                       ("cpu-inductor", "kiln-eager", "")]
+        comparisons = [c for c in comparisons if c[0] in modes and c[1] in modes]
+        if comparisons:
+            rows, means = [], {c: {"train": [], "inference": []} for c in comparisons}
+            for model in models:
+                steady = results[model].get("steady")
+                if not steady:
+                    continue
+                row = [model]
+                for comparison in comparisons:
+                    parts = []
+                    for kind in ("train", "inference"):
+                        entries = steady.get(kind, {})
+                        value = ratio_of(median_of(entries.get(comparison[0])), median_of(entries.get(comparison[1])))
+                        means[comparison][kind].append(value)
+                        parts.append(ratio_text(value))
+                    row.append(" / ".join(parts))
+                rows.append(row)
+            rows.append(["geomean"] + [" / ".join(ratio_text(geometric_mean(means[c][kind]))
+                                                  for kind in ("train", "inference")) for c in comparisons])
+            heading = ["model"] + [f"{a} / {b}" + (f" (target {t})" if t else "") for a, b, t in comparisons]
+            lines += ["Ratios of the steady-state medians, train / inference:", ""] + table(heading, rows) + [""]
+
+    # First step in a fresh process.
+    modes = compile_modes(results, "first_step")
+    if modes:
+        rows, cold_ratios, warm_ratios = [], [], []
+        for model in models:
+            first = results[model].get("first_step")
+            if not first:
+                continue
+            row = [model]
+            for mode in modes:
+                entry = first.get(mode, {})
+                cells = []
+                for which in ("cold", "warm"):
+                    run = entry.get(which)
+                    cells.append("-" if run is None else "error" if "error" in run else number(run.get("seconds")))
+                    if run is not None and "error" in run:
+                        notes.append(f"{model} {mode} first step ({which}): {run['error']}")
+                row.append(" / ".join(cells))
+            kiln_cold = first.get("kiln-compiled", {}).get("cold", {})
+            row.append(number(kiln_cold.get("kernels_compiled")) if "error" not in kiln_cold else "error")
+            ratios = []
+            for which, collected in (("cold", cold_ratios), ("warm", warm_ratios)):
+                value = ratio_of(first.get("cpu-inductor", {}).get(which, {}).get("seconds"),
+                                 first.get("kiln-compiled", {}).get(which, {}).get("seconds"))
+                collected.append(value)
+                ratios.append(ratio_text(value))
+            row.append(" / ".join(ratios))
+            rows.append(row)
+        rows.append(["geomean"] + [""] * len(modes) + ["", f"{ratio_text(geometric_mean(cold_ratios))} / "
+                                                           f"{ratio_text(geometric_mean(warm_ratios))}"])
+        lines += ["First training step in a fresh process, s, cold (empty kernel and Inductor caches) / warm "
+                  "(a second process on the same caches):", ""]
+        lines += table(["model"] + modes + ["kiln-compiled kernels compiled (cold)",
+                                            "cpu-inductor / kiln-compiled, cold / warm (target >= 1.0)"], rows) + [""]
+
+    # Optimizer steps.
+    modes = compile_modes(results, "optimizer_step")
+    if modes:
+        rows, first_ratios, second_ratios = [], [], []
+        for model in models:
+            step = results[model].get("optimizer_step")
+            if not step:
+                continue
+            entries = step.get("modes", {})
+            collect_errors(f"{model} optimizer step", entries)
+            first = ratio_of(median_of(entries.get("cpu-inductor")), median_of(entries.get("kiln-compiled")))
+            second = ratio_of(median_of(entries.get("kiln-eager")), median_of(entries.get("kiln-compiled")))
+            first_ratios.append(first)
+            second_ratios.append(second)
+            rows.append([model] + [median_iqr(entries.get(mode), 1e6) for mode in modes]
+                        + [ratio_text(first), ratio_text(second)])
+        rows.append(["geomean"] + [""] * len(modes) + [ratio_text(geometric_mean(first_ratios)),
+                                                       ratio_text(geometric_mean(second_ratios))])
+        lines += ["Optimizer step (each model's optimizer over fixed gradients; compiled modes compile "
+                  "`optimizer.step`), us, median ±IQR:", ""]
+        lines += table(["model"] + modes + ["cpu-inductor / kiln-compiled", "kiln-eager / kiln-compiled"], rows)
+        lines += [""]
+
+    # The pointwise chain.
+    chain = results.get("chain", {}).get("modes", {})
+    if chain:
+        collect_errors("chain", chain)
+        rows = []
+        for mode, entry in chain.items():
+            difference = entry.get("max_abs_difference") if isinstance(entry, dict) else None
+            rows.append([mode, median_iqr(entry, 1e3),
+                         "-" if difference is None else f"{difference:.2e}",
+                         ratio_text(ratio_of(median_of(entry), median_of(chain.get("kiln-compiled"))))])
+        lines += ["Pointwise chain (16 ops on 4M float32 elements), ms per call, median ±IQR:", ""]
+        lines += table(["mode", "ms", "max abs difference from cpu-eager", "mode / kiln-compiled (target for "
+                                                                              "kiln-eager >= 4)"], rows) + [""]
+    if notes:
+        lines += ["Not measured or failed:", ""] + [f"- {note}" for note in notes] + [""]
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def render_allreduce(results, args):
+    rows = []
+    for row in results:
+        ratio = ratio_of(row.get("gloo"), row.get("kiln"))
+        rows.append([size_text(row["bytes"]), number(scaled(row.get("gloo"), 1e6)),
+                     number(scaled(row.get("kiln"), 1e6)),
+                     number(ratio_of(row["bytes"] / 1e9, row.get("gloo"))),
+                     number(ratio_of(row["bytes"] / 1e9, row.get("kiln"))), ratio_text(ratio)])
+    ratios = [ratio_of(row.get("gloo"), row.get("kiln")) for row in results]
+    rows.append(["geomean", "", "", "", "", ratio_text(geometric_mean(ratios))])
+    known = [value for value in ratios if value is not None]
+    lines = table(["size", "gloo us", "kiln us", "gloo GB/s", "kiln GB/s", "gloo / kiln time"], rows)
+    if known:
+        lines += ["", f"Lowest gloo / kiln: {ratio_text(min(known))}; target >= 0.9x at every size."]
+    return lines
+
+
+def render_ddp(results, args):
+    rows = []
+    for model, entry in results.items():
+        rows.append([model, number(scaled(entry.get("single_step_s"), 1e3)),
+                     number(scaled(entry.get("ddp_step_s"), 1e3)), ratio_text(entry.get("efficiency"))])
+    efficiencies = [entry.get("efficiency") for entry in results.values()]
+    rows.append(["geomean", "", "", ratio_text(geometric_mean(efficiencies))])
+    return table(["model", "single process, half batch, ms", "DDP on 2 ranks, ms", "efficiency (single / DDP)"], rows)
+
+
+def render_import(results, args):
+    modes = [mode for mode in ("autoload_on", "autoload_off") if f"{mode}_median_s" in results]
+    if not modes:
+        raise KeyError("autoload_on_median_s")
+    rows = [[f"`import torch`, {mode.replace('_', ' ')}", number(results.get(f"{mode}_median_s")),
+             number(results.get(f"{mode}_min_s")), number(results.get(f"{mode}_process_median_s"))]
+            for mode in modes]
+    rows.append(["autoload's cost (on - off)", number(results.get("autoload_cost_median_s")),
+                 number(results.get("autoload_cost_min_s")), ""])
+    lines = table(["", "median s", "min s", "whole process, median s"], rows)
+    notes = []
+    if results.get("target_autoload_cost_s") is not None:
+        notes.append(f"Target: the autoload adds at most {number(results['target_autoload_cost_s'])} s.")
+    if results.get("kiln_importtime_self_median_us") is not None:
+        notes.append(f"`python -X importtime` ({number(results.get('importtime_rounds'))} runs): torch_kiln's own "
+                     f"module bodies {number(results['kiln_importtime_self_median_us'] / 1000)} ms median; with "
+                     f"what they import that torch had not, "
+                     f"{number(results.get('kiln_importtime_cumulative_median_us', 0) / 1000)} ms.")
+    if "kiln_modules_loaded" in results:
+        notes.append(f"{len(results['kiln_modules_loaded'])} torch_kiln modules load with `import torch`.")
+    if "dynamo_loaded_by_import_torch" in results:
+        notes.append("`torch._dynamo` loads with `import torch`: "
+                     f"{'yes' if results['dynamo_loaded_by_import_torch'] else 'no'} (it should not).")
+    if notes:
+        lines += ["", " ".join(notes)]
+    return lines
+
+
+def scalar(value):
+    return value is None or isinstance(value, (int, float, str, bool))
+
+
+def cell(value):
+    return f"`{value}`" if isinstance(value, str) and " " not in value and len(value) > 24 else \
+        (value if isinstance(value, str) else number(value))
+
+
+def render_generic(results, args):
+    """Any JSON: a dict of figures, a dict of dicts, a list of dicts, or (for
+    anything deeper) one row per leaf, its path and its value."""
+    if isinstance(results, dict) and all(scalar(value) for value in results.values()):
+        return table(["figure", "value"], [[key, cell(value)] for key, value in results.items()])
+    rows_in = None
+    if isinstance(results, dict) and all(isinstance(value, dict) and all(scalar(v) for v in value.values())
+                                         for value in results.values()):
+        rows_in = [{"": key, **value} for key, value in results.items()]
+    elif isinstance(results, list) and all(isinstance(value, dict) and all(scalar(v) for v in value.values())
+                                           for value in results):
+        rows_in = results
+    if rows_in:
+        columns = []
+        for row in rows_in:
+            columns += [key for key in row if key not in columns]
+        return table([column or "case" for column in columns],
+                     [[cell(row.get(column)) if column in row else "-" for column in columns] for row in rows_in])
+    leaves = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list) and not all(scalar(item) for item in value):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+        else:
+            leaves.append([f"`{path}`", cell(value) if scalar(value) else ", ".join(cell(v) for v in value)])
+    walk(results, "")
+    return table(["figure", "value"], leaves)
+
+
+# ---------------------------------------------------------------- the benchmarks
+
+@dataclasses.dataclass
+class Benchmark:
+    name: str        # bench/results/<name>.json
+    script: str      # bench/<script>
+    title: str
+    measures: str    # one paragraph: what is timed, against what
+    render: Callable
+    reading: str = ""  # what to know when reading the figures (no figures here: they change)
+
+
+BENCHMARKS = [
+    Benchmark("copies", "bench_copies.py", "Host<->device copies",
+              "Bandwidth of `copy_` between host and kiln memory (pageable, and pinned with `non_blocking=True` "
+              "then one `torch.kiln.synchronize()`), in GB/s (1e9 bytes), beside two CPU-to-CPU copies of the same "
+              "bytes: `np.copyto` (one glibc memcpy on one thread, the plain memcpy of the target) and ATen's CPU "
+              "copy (split over `torch.get_num_threads()` threads above 32768 elements). Target: >= 0.8x the "
+              "memcpy's bandwidth.", render_copies,
+              "ATen's threaded copy beats a single memcpy on large sizes, so against it Kiln's single-threaded "
+              "driver copy reads lower there; the target is against `np.copyto`. glibc's memcpy slows down when "
+              "the destination trails the source by 64-512 bytes modulo 4 KiB, which a device-to-host copy into a "
+              "PyTorch CPU buffer hits; the host driver copies such blocks in 256 KiB pieces "
+              "(`csrc/kiln/runtime/host_driver.cc`). Small copies carry the synchronous path's fixed cost "
+              "(dispatch, the stream lock)."),
+    Benchmark("native_ops", "bench_native_ops.py", "Native ops",
+              "Per-call cost of Kiln's native ops (empty, views, small copies, `fill_`, `zero_`, `.item()`) called "
+              "from Python in a loop, beside the same op on the CPU; microseconds per call, Python and dispatcher "
+              "included on both sides. Ops Kiln queues on its stream end the loop with one synchronize inside the "
+              "timed region. Target: within 2x of the CPU.", render_native_ops,
+              "Work under 32 KiB on an idle stream runs in the caller (`Stream::launch`); larger queued work runs "
+              "on the stream's worker, on another core, while the caller issues the next call, which can put a "
+              "queued copy ahead of the CPU's."),
+    Benchmark("eager_ops", "bench_eager_ops.py", "Compiled eager ops",
+              "Kiln's compiled eager kernels beside CPU eager and (with `--inductor`) CPU Inductor of the same "
+              "lambda: a tiny op's cost on a kernel-cache hit, throughput on 16M float32 elements, and row ops "
+              "(softmax, layer norm, cross entropy) at the reference models' sizes and at 8192x256.",
+              render_eager_ops,
+              "Multi-op expressions on large tensors (`x*y+z`) favour Kiln by more than its kernels' speed: "
+              "Kiln's caching allocator reuses the large temporaries, where CPU eager faults in fresh pages for "
+              "each. A tiny op's cost is mostly fixed: ATen's TensorIterator, the kernel signature's hash and "
+              "the launch."),
+    Benchmark("training", "bench_training.py", "Training steps and cold start",
+              "A training step of the three reference models of `torch_kiln.models` (MLP with Adam; CNN with SGD "
+              "and momentum; decoder-only transformer with AdamW and `clip_grad_norm_`) on kiln eager beside CPU "
+              "eager, and the first step in a fresh process with an empty, then a warm, kernel cache.",
+              render_training,
+              "A cold first step is dominated by the C compiler building each kernel once; a warm one compiles "
+              "nothing. Much of any first step, the CPU's too, is PyTorch importing `torch._dynamo` when the "
+              "optimizer is made."),
+    Benchmark("foreach", "bench_foreach.py", "Foreach ops",
+              "Foreach ops over the transformer's parameters on kiln (one launch per call) beside the same work "
+              "op by op on kiln and beside the CPU; then a whole `clip_grad_norm_` + AdamW step with "
+              "`foreach=False` and `True`. No target.", render_foreach),
+    Benchmark("compile", "bench_compile.py", "torch.compile(backend=\"kiln\")",
+              "The reference models under `torch.compile(model, backend=\"kiln\")` (kiln-compiled) beside kiln "
+              "eager, CPU eager and CPU Inductor, all in one process taking turns: the steady-state training step "
+              "and inference, the first step in a fresh process (cold and warm caches), each model's optimizer "
+              "step, and a 16-op pointwise chain. kiln-dynamo-floor is Dynamo's own cost per inference call (a "
+              "backend that runs nothing). Targets: Inductor / kiln-compiled >= 1.0 (steady state and first step), "
+              "kiln-eager / kiln-compiled > 1 (steady state) and >= 4 (chain).", render_compile,
+              "Only the model's forward is compiled (Dynamo and AOTAutograd compile its backward); loss, backward "
+              "call and optimizer stay eager, as in `torch_kiln.models.Training`. Dynamo's own cost per call "
+              "(kiln-dynamo-floor) is paid by every backend: on a model as small as the MLP it leaves a compiled "
+              "forward too little time to beat kiln eager. Odd rounds run the modes in reverse order, as the "
+              "mode timed right after another measures differently. The modes share one process; only its "
+              "initial thread runs an OpenMP team ([library path](design/library_path.md)), so Kiln's work "
+              "does not slow the CPU modes' parallel regions."),
+    Benchmark("allreduce", "bench_allreduce.py", "torch.distributed all_reduce",
+              "Synchronous `all_reduce(SUM)` of float32 on 2 ranks of one machine, one group "
+              "\"cpu:gloo,kiln:kiln\": Gloo on CPU tensors beside Kiln's backend on kiln tensors, taking turns call "
+              "by call, from 1 KiB up. Target: gloo / kiln time >= 0.9x at every size.", render_allreduce,
+              "Within a host Kiln's collectives go through shared memory ([distributed](design/distributed.md)), Gloo "
+              "through loopback TCP. From 256 KiB the CPU `fill_` before each Gloo call is an OpenMP loop whose "
+              "threads then spin into the kiln call timed next, which costs Kiln there; `OMP_WAIT_POLICY=passive` "
+              "removes that artefact of the turn-taking. Small sizes are latency and move most between runs."),
+    Benchmark("ddp", "bench_ddp.py", "DDP scaling",
+              "A training step under DistributedDataParallel on 2 kiln ranks, each on half the batch, against "
+              "one kiln process on half the batch. Efficiency = single / DDP step time (1.0: communication costs "
+              "nothing). On a machine with fewer cores than the ranks' threads need, the ranks also compete for "
+              "cores, which the figure includes.", render_ddp,
+              "Each rank brings its Python thread, stream worker, pool worker and Gloo's and the completion "
+              "thread: on a 2-core machine the efficiency measures the ranks' turns on the cores more than "
+              "communication, and says little about a machine with a core per thread."),
+    Benchmark("import", "bench_import.py", "Import time",
+              "What Kiln's autoload adds to `import torch`: the statement timed in fresh interpreters with "
+              "`TORCH_DEVICE_BACKEND_AUTOLOAD=1` (the default) and `=0`, the two alternating round by round; "
+              "then `python -X importtime` over torch_kiln's modules.", render_import),
+]
+
+
+INTRO = """\
+# Performance
+
+<!-- Generated by bench/render_performance.py from bench/results/*.json. Do not edit by hand:
+`make bench` measures and re-renders, `make performance` re-renders from the JSON there. -->
+
+The current figure of each benchmark in `bench/`, one section each, stamped with the command, commit,
+date and machine of the run that measured it. Superseded figures, and what was tried on the way, are
+in [history/performance-log.md](history/performance-log.md) and in git history.
+
+Kiln's first device is the host CPU, so every kiln figure can be set beside PyTorch's CPU eager (and,
+where it applies, CPU Inductor) on the same machine, **measured in the same run**. Every ratio on this
+page is the baseline's time over Kiln's (for copies and collectives, Kiln's bandwidth over the
+baseline's): above 1.0x Kiln is faster. Where a benchmark covers several models, sizes or cases, a
+geometric-mean row sums its ratios up. The benchmarks are measurements, not tests: nothing asserts a
+timing, and a figure below its target is only a figure.
+
+How they run:
+
+- **Each benchmark is its own process** (`make bench` starts them one after another), so one's
+  threads, caches and allocator state never reach another's figures.
+- **Within a benchmark, the kiln case and its baselines take turns**, round by round (copies, native
+  ops, eager ops, foreach), mode by mode (`bench_compile.py`, whose modes share one process) or call by
+  call (`bench_allreduce.py`), so background load hits all of them alike; the median is reported,
+  with the interquartile range where the spread matters.
+- **Warm-up first.** Every case is called before it is timed: kernels are compiled and cached,
+  Dynamo has compiled its graphs, optimizers have made their state. Before a sample the other side's
+  OpenMP workers get 50 ms to stop spinning (they would take the cores from the case timed next),
+  then a warm-up call brings the cores back to speed.
+- **Queued work is counted.** Work Kiln queues on its stream is followed by a
+  `torch.kiln.synchronize()` inside the timed region; each training or optimizer step ends with the
+  device idle.
+- **First steps run in fresh processes** (`bench_training.py`, `bench_compile.py`), with an empty
+  cache (a temporary `KILN_CACHE_DIR`, and `TORCHINDUCTOR_CACHE_DIR` for Inductor), then again on that
+  cache. Much of any first step, the CPU's too, is PyTorch's own lazy imports (`torch._dynamo`, when an
+  optimizer is made).
+- **Distributed benchmarks spawn two rank processes** on the same machine.
+
+Reading the figures: on a small shared machine (the 2-core VM most of these figures were first taken
+on) absolute timings move by 10-30 % between runs, and a `bench_compile.py` step's IQR is often
+10-40 % of its median; the ratios, taken in one process with the cases interleaved, are steadier, but a
+ratio within about 0.2 of 1.0 is within that noise, and small all_reduce sizes move by about 0.2x from
+run to run. Compare figures only between runs on the same machine: the stamp says which. The load
+average in the stamp is taken at the start; another process on the cores (a build, a test suite)
+distorts every figure.
+
+Regenerate:
+
+    make bench          # runs every benchmark with --json bench/results/<name>.json, then renders this page
+    make performance    # only renders this page from the JSON already in bench/results/
+    python bench/render_performance.py --results DIR --output FILE   # any folder of results
+
+One benchmark by hand, e.g. `~/.cache/kiln/venv/bin/python bench/bench_compile.py --json
+bench/results/compile.json`, then `make performance`. Each script's docstring (and `--help`) gives its
+flags.
+"""
+
+
+def summary_table(present):
+    rows = []
+    for benchmark, fields in present:
+        rows.append([f"[{benchmark.title}](#{anchor(benchmark.title)})", f"`bench/{benchmark.script}`",
+                     fields.get("date", "not recorded"), f"`{fields.get('commit', 'not recorded')}`"])
+    return table(["benchmark", "script", "measured", "commit"], rows)
+
+
+def anchor(title):
+    """GitHub's anchor of a heading."""
+    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def load_json(path):
+    """(header fields, args, results, the whole JSON) of one results file; a JSON
+    without the header wrapper (written before the scripts recorded one) is all results."""
+    with open(path) as file:
+        data = json.load(file)
+    if isinstance(data, dict) and "results" in data:
+        return parse_header(data.get("header")), data.get("args") or {}, data["results"], data
+    return {}, {}, data, {}
+
+
+def render_section(benchmark, path):
+    fields, args, results, data = load_json(path)
+    lines = [f"## {benchmark.title}", "", f"`bench/{benchmark.script}`: {benchmark.measures}", ""]
+    lines += stamp(benchmark.name, fields) + [""]
+    try:
+        if benchmark.render is render_native_ops:
+            body = render_native_ops(results, args, data)
+        else:
+            body = benchmark.render(results, args)
+        if benchmark.reading:
+            body = body + ["", f"Reading: {benchmark.reading}"]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        # The JSON is not the shape this script knows (the benchmark changed since):
+        # its figures still go on the page, as a plain table.
+        body = [f"*(Rendered as a plain table: the JSON is not in the shape bench/render_performance.py "
+                f"expects, {type(error).__name__}: {error}.)*", ""] + render_generic(results, args)
+    return lines + body, fields
+
+
+def folder_name(folder):
+    """The folder as the page names it: relative to the repository when inside it."""
+    relative = os.path.relpath(os.path.abspath(folder), REPOSITORY)
+    return folder if relative.startswith("..") else relative + "/"
+
+
+def render(results_folder):
+    """The page's text, from the JSON files in `results_folder`; also the names
+    of the benchmarks with no JSON there."""
+    known = {benchmark.name for benchmark in BENCHMARKS}
+    files = sorted(name[:-len(".json")] for name in os.listdir(results_folder)
+                   if name.endswith(".json")) if os.path.isdir(results_folder) else []
+    benchmarks = [benchmark for benchmark in BENCHMARKS if benchmark.name in files]
+    for name in files:
+        if name not in known:  # a benchmark this script has no entry for: rendered as it comes
+            benchmarks.append(Benchmark(name, f"bench_{name}.py", name, "(no description in "
+                                        "bench/render_performance.py)", render_generic))
+    missing = [benchmark for benchmark in BENCHMARKS if benchmark.name not in files]
+    sections, present = [], []
+    for benchmark in benchmarks:
+        path = os.path.join(results_folder, benchmark.name + ".json")
+        try:
+            section, fields = render_section(benchmark, path)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            section, fields = [f"## {benchmark.title}", "",
+                               f"`{benchmark.name}.json` could not be rendered: {type(error).__name__}: {error}"], {}
+        sections.append(section)
+        present.append((benchmark, fields))
+    lines = INTRO.splitlines() + [""]
+    if present:
+        lines += summary_table(present) + [""]
+    if missing:
+        lines += [f"Not measured (no JSON in `{folder_name(results_folder)}`): " + ", ".join(
+            f"`bench/{benchmark.script}` ({benchmark.name}.json)" for benchmark in missing) + ".", ""]
+    for section in sections:
+        lines += section + [""]
+    return "\n".join(lines).rstrip("\n") + "\n", [benchmark.name for benchmark in missing]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default=DEFAULT_RESULTS, help="folder of <benchmark>.json files")
+    parser.add_argument("--output", default=DEFAULT_OUTPUT, help="the page to write ('-': stdout)")
+    arguments = parser.parse_args(argv)
+    page, missing = render(arguments.results)
+    if arguments.output == "-":
+        sys.stdout.write(page)
+    else:
+        with open(arguments.output, "w") as file:
+            file.write(page)
+        print(f"wrote {arguments.output}")
+    if missing:
+        print(f"no JSON in {arguments.results} for: {', '.join(missing)} (listed on the page as not measured)",
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

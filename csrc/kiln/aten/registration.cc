@@ -1,64 +1,12 @@
-// What runs for each ATen op on the kiln device: the native kernels by name,
-// the library kernels, and the CPU fallback for everything else. Kernel bodies
-// live in native/ and library/.
+// What runs for an ATen op on the kiln device that no family table registers:
+// the CPU fallback (cpu_fallback.h), and the refusal of quantized tensors.
+// The ops' own tables sit beside their kernels: native/registration.cc,
+// library/registration.cc and compiled/<family>/registration.cc.
 #include <torch/library.h>
 
 #include "kiln/aten/cpu_fallback.h"
-#include "kiln/aten/library/library_kernels.h"
-#include "kiln/aten/native/native_kernels.h"
 
 namespace kiln::torch_integration {
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("empty.memory_format", TORCH_FN(native::empty_memory_format));
-  m.impl("empty_strided", TORCH_FN(native::empty_strided));
-  m.impl("as_strided", TORCH_FN(native::as_strided));
-  m.impl("view", TORCH_FN(native::view));
-  m.impl("_reshape_alias", TORCH_FN(native::reshape_alias));
-  m.impl("unfold", TORCH_FN(native::unfold));
-  m.impl("view_as_real", TORCH_FN(native::view_as_real));
-  m.impl("view_as_complex", TORCH_FN(native::view_as_complex));
-  m.impl("resize_", TORCH_FN(native::resize_));
-  m.impl("set_.source_Storage_storage_offset", TORCH_FN(native::set_storage_with_offset));
-  m.impl("set_.source_Storage", TORCH_FN(native::set_storage));
-  m.impl("set_.source_Tensor", TORCH_FN(native::set_tensor));
-  m.impl("set_", TORCH_FN(native::set_empty));
-  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(native::has_compatible_shallow_copy_type));
-  m.impl("_copy_from", TORCH_FN(native::copy_from));
-  m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize));
-  m.impl("fill_.Scalar", TORCH_FN(native::fill_scalar));
-  m.impl("fill_.Tensor", TORCH_FN(native::fill_tensor));
-  m.impl("zero_", TORCH_FN(native::zero));
-  m.impl("_local_scalar_dense", TORCH_FN(native::local_scalar_dense));
-  m.impl("native_dropout", TORCH_FN(native::native_dropout));
-  m.impl("_thnn_fused_lstm_cell", TORCH_FN(native::fused_lstm_cell));
-  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(native::fused_lstm_cell_backward));
-  m.impl("_thnn_fused_gru_cell", TORCH_FN(native::fused_gru_cell));
-  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(native::fused_gru_cell_backward));
-}
-
-// Copies from lazily conjugated or negated views: resolved on the host
-// (native/copy.cc), instead of ATen's fallback for these keys, which recurses
-// through _copy_from. Only backends that implement _copy_from reach these.
-TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
-  m.impl("_copy_from", TORCH_FN(native::copy_from_resolving_views));
-  m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize_resolving_views));
-}
-
-TORCH_LIBRARY_IMPL(aten, Negative, m) {
-  m.impl("_copy_from", TORCH_FN(native::copy_from_resolving_views));
-  m.impl("_copy_from_and_resize", TORCH_FN(native::copy_from_and_resize_resolving_views));
-}
-
-// The library path: PyTorch's CPU math libraries on device memory.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mm.out", TORCH_FN(library::mm_out));
-  m.impl("addmm.out", TORCH_FN(library::addmm_out));
-  m.impl("bmm.out", TORCH_FN(library::bmm_out));
-  m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
-  m.impl("convolution", TORCH_FN(library::convolution));
-  m.impl("convolution_backward", TORCH_FN(library::convolution_backward));
-}
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());

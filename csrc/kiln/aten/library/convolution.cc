@@ -24,6 +24,7 @@
 #include <optional>
 #include <vector>
 
+#include "kiln/aten/device_checks.h"
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
@@ -49,9 +50,7 @@ std::optional<at::Tensor> alias_of(const std::optional<at::Tensor>& tensor) {
 }
 
 void check_device(const at::Tensor& first, const at::Tensor& other) {
-  TORCH_CHECK(other.device() == first.device(),
-              "Expected all tensors to be on the same device, but found at least two devices, ",
-              first.device(), " and ", other.device(), "! (in convolution)");
+  check_same_device(first.device(), other, "convolution");
 }
 
 // The sizes the meta convolution gives for one argument signature. A

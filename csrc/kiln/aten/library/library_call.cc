@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/aten/cpu_fallback.h"
+#include "kiln/aten/device_checks.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/op_tracking.h"
@@ -108,10 +109,7 @@ c10::Device call_device(const Arguments& arguments, const std::string& name) {
   for (const c10::IValue& value : arguments) {
     for_each_tensor(value, [&](const at::Tensor& tensor) {
       if (!device) device = tensor.device();
-      TORCH_CHECK(tensor.device() == *device,
-                  "Expected all tensors to be on the same device, but found at least two "
-                  "devices, ", *device, " and ", tensor.device(), "! (when checking arguments "
-                  "for ", name, ")");
+      check_same_device(*device, tensor, name.c_str());
     });
   }
   TORCH_INTERNAL_ASSERT(device && device->is_privateuseone(), name, " reached kiln without a "

@@ -9,6 +9,7 @@
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/mm.h>
 
+#include "kiln/aten/device_checks.h"
 #include "kiln/aten/library/direct_gemm.h"
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/library/library_threads.h"
@@ -22,9 +23,7 @@ namespace {
 void check_same_kiln_device(std::initializer_list<const at::Tensor*> tensors, const char* op) {
   const at::Tensor& first = **tensors.begin();
   for (const at::Tensor* tensor : tensors) {
-    TORCH_CHECK(tensor->device() == first.device(),
-                "Expected all tensors to be on the same device, but found at least two "
-                "devices, ", first.device(), " and ", tensor->device(), "! (in ", op, ")");
+    check_same_device(first.device(), *tensor, op);
   }
 }
 

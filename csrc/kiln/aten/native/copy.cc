@@ -7,7 +7,7 @@
 //     and the tensors it uses are kept alive until it ran.
 // A same-dtype copy between two dense tensors with identical strides is one
 // driver copy. Within one device anything else (dtype conversion, different
-// strides, broadcast) is a compiled kernel (compiled/copy_ops.h); across the
+// strides, broadcast) is a compiled kernel (compiled/pointwise/copy_ops.h); across the
 // host, across devices, and for dtypes compiled kernels do not cover, ATen's
 // CPU copy kernel runs over aliases of the device memory, in stream order.
 #include <ATen/MemoryOverlap.h>
@@ -15,7 +15,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 
-#include "kiln/aten/compiled/copy_ops.h"
+#include "kiln/aten/compiled/pointwise/copy_ops.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/native/native_kernels.h"
 #include "kiln/aten/op_tracking.h"

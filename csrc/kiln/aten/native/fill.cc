@@ -1,7 +1,7 @@
 // fill_, zero_ and reading one element back (_local_scalar_dense, behind
 // .item()). A fill is launched on the stream: dense memory is filled directly
 // with the value converted in the caller, strided tensors by a compiled kernel
-// (compiled/factory_ops.h; ATen's CPU fill over an alias of the device memory
+// (compiled/factory/factory_ops.h; ATen's CPU fill over an alias of the device memory
 // for dtypes compiled kernels do not cover). Reading a scalar waits for the
 // stream.
 #include <ATen/Dispatch_v2.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kiln/aten/compiled/factory_ops.h"
+#include "kiln/aten/compiled/factory/factory_ops.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/native/native_kernels.h"
 #include "kiln/aten/op_tracking.h"

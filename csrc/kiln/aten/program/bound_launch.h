@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "kiln/aten/compiled/kernel_launch.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/ir/graph.h"
 
 namespace kiln::torch_integration::program {

@@ -1,7 +1,7 @@
 #include "kiln/aten/program/fused_launch.h"
 
-#include "kiln/aten/compiled/elementwise.h"
-#include "kiln/aten/compiled/reduction.h"
+#include "kiln/aten/compiled/launch/elementwise.h"
+#include "kiln/aten/compiled/launch/reduction.h"
 
 namespace kiln::torch_integration::program {
 namespace {

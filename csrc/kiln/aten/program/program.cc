@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "kiln/aten/compiled/ir_dtype.h"
+#include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/aten/program/fused_launch.h"
 #include "kiln/base/hash.h"

@@ -16,9 +16,8 @@
 
 namespace kiln::codegen {
 
-// Bumped whenever the generated code changes meaning, so stale cached kernels
-// are never reused.
-constexpr const char* kCodegenVersion = "c-1";
+// The version that keeps stale cached kernels from being reused is
+// kiln::kCodegenVersion (kernel_cache.h), part of every disk-cache key.
 
 struct CSource {
   std::string text;

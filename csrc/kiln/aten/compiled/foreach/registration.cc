@@ -1,0 +1,14 @@
+// The foreach family's registration table: torch._foreach_* over pointwise
+// ops, one stream task per call (foreach_ops.h).
+#include <torch/library.h>
+
+#include "kiln/aten/compiled/foreach/foreach_ops.h"
+
+namespace kiln::torch_integration {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // torch._foreach_* over pointwise ops: one stream task per call (foreach_ops.h).
+  compiled::register_foreach_ops(m);
+}
+
+}  // namespace kiln::torch_integration

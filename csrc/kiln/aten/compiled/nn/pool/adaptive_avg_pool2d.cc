@@ -1,0 +1,238 @@
+// _adaptive_avg_pool2d (and adaptive_avg_pool2d.out) and its backward.
+//
+// Output o along a dim of input size n and output size m averages inputs
+// [floor(o * n / m), ceil((o + 1) * n / m)). The forward unrolls the largest
+// such window (computed on the host) with a mask for shorter ones and divides
+// the sum by the window's height, then by its width, as ATen's CPU kernel.
+//
+// The backward is a gather: input i is covered by outputs
+// [floor(i * m / n), ceil((i + 1) * m / n)) (the same formula with the sizes
+// swapped), which it visits in the CPU's order, adding
+// grad_output / height / width, each step rounded to the tensor's dtype as
+// the CPU's scalar_t arithmetic rounds it.
+#include <ATen/native/AdaptivePooling.h>
+#include <ATen/ops/empty.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/nn/pool/adaptive_avg_pool2d.h"
+
+namespace kiln::torch_integration::compiled {
+namespace {
+
+using ir::OpCode;
+using ir::ValueId;
+
+void check_input(const at::Tensor& input, at::IntArrayRef output_size) {
+  TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
+  const int64_t rank = input.dim();
+  TORCH_CHECK(rank == 3 || rank == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
+              input.sizes());
+  for (int64_t dim = rank - 2; dim < rank; ++dim) {
+    TORCH_CHECK(input.size(dim) > 0,
+                "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                "dimensions, but input has sizes ",
+                input.sizes(), " with dimension ", dim, " being empty");
+  }
+  TORCH_CHECK(output_size[0] >= 0 && output_size[1] >= 0,
+              "adaptive_avg_pool2d(): elements of output_size must be non-negative, got ",
+              output_size);
+}
+
+void resize_output(const at::Tensor& input, at::IntArrayRef output_size, const at::Tensor& output) {
+  if (input.dim() == 3) {
+    output.resize_({input.size(0), output_size[0], output_size[1]});
+  } else {
+    output.resize_({input.size(0), input.size(1), output_size[0], output_size[1]},
+                   input.suggest_memory_format());
+  }
+}
+
+void adaptive_avg_pool2d_into(const at::Tensor& input, const at::Tensor& output) {
+  constexpr const char* kOpName = "aten::_adaptive_avg_pool2d";
+  if (output.numel() == 0) return;
+  check_pool_dtype(input, PoolDtypes::kFloating, "adaptive_avg_pool2d",
+                   "adaptive_avg_pool2d_channels_last");
+  PoolPlanes in = pool_planes(input);
+  PoolPlanes out = pool_planes(output);
+  const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(out.height, in.height),
+                                           max_adaptive_window(out.width, in.width));
+  const auto origins = blocks.origins();
+  at::Tensor sums;
+  if (!blocks.single()) {
+    sums = at::empty(output.sizes(), output.options()
+                                         .dtype(output.scalar_type() == at::kDouble ? at::kDouble
+                                                                                    : at::kFloat)
+                                         .memory_format(output.suggest_memory_format()));
+  }
+  for (size_t block = 0; block < origins.size(); ++block) {
+    const bool fresh = block == 0;
+    const bool last = block + 1 == origins.size();
+    std::string key = "adaptive_avg_pool2d|w" + std::to_string(blocks.rows) + "x" +
+                      std::to_string(blocks.columns) + "|b" + std::to_string(blocks.block_rows) +
+                      "x" + std::to_string(blocks.block_columns) + (fresh ? "|fresh" : "|continue") +
+                      (last ? "|final" : "|partial");
+    PoolKernelSpec spec;
+    spec.op_name = kOpName;
+    spec.key = key;
+    spec.sizes = {out.width, out.height, out.channels, out.batch};
+    spec.channels_innermost = is_channels_last(input);
+    spec.inputs.push_back(plane_base(input));
+    if (!fresh) spec.inputs.push_back(at_position(sums));
+    spec.outputs.push_back(at_position(last ? output : sums));
+    spec.scalars = {pack_pair(kOpName, in.height, in.width),
+                    pack_pair(kOpName, out.height, out.width),
+                    in.height_stride,
+                    in.width_stride,
+                    pack_pair(kOpName, origins[block].first, origins[block].second)};
+    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
+    spec.body = [&, fresh, last](PoolContext& context) {
+      ir::Builder& builder = context.builder;
+      auto [height, width] = context.unpack(context.scalars[0]);
+      auto [out_h, out_w] = context.unpack(context.scalars[1]);
+      auto [row0, column0] = context.unpack(context.scalars[4]);
+      auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
+      auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
+      const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
+      std::vector<ValueId> row_valid, row_offset, column_valid, column_offset;
+      for (int64_t i = 0; i < blocks.block_rows; ++i) {
+        ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
+        row_valid.push_back(context.less(h, h_end));
+        row_offset.push_back(context.mul(h, context.scalars[2]));
+      }
+      for (int64_t j = 0; j < blocks.block_columns; ++j) {
+        ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
+        column_valid.push_back(context.less(w, w_end));
+        column_offset.push_back(context.mul(w, context.scalars[3]));
+      }
+      ValueId sum = fresh ? builder.constant(0, accumulate) : builder.load(1);
+      for (int64_t i = 0; i < blocks.block_rows; ++i) {
+        for (int64_t j = 0; j < blocks.block_columns; ++j) {
+          ValueId valid = context.both(row_valid[i], column_valid[j]);
+          ValueId offset = context.or_zero(valid, context.add(row_offset[i], column_offset[j]));
+          sum = context.add(sum, context.or_zero(valid, builder.indexed_load(0, offset)));
+        }
+      }
+      if (last) {
+        sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(h_end, h_start), accumulate));
+        sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(w_end, w_start), accumulate));
+      }
+      builder.store(0, sum);
+    };
+    launch_pool_kernel(spec);
+  }
+}
+
+}  // namespace
+
+at::Tensor& adaptive_avg_pool2d_out(const at::Tensor& self, at::IntArrayRef output_size,
+                                    at::Tensor& out) {
+  check_input(self, output_size);
+  TORCH_CHECK(self.dtype() == out.dtype(), "expected dtype ", self.dtype(),
+              " for `output` but got dtype ", out.dtype());
+  resize_output(self, output_size, out);
+  adaptive_avg_pool2d_into(self, out);
+  return out;
+}
+
+at::Tensor adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_size) {
+  at::Tensor output = at::empty({0}, self.options());
+  check_input(self, output_size);
+  resize_output(self, output_size, output);
+  adaptive_avg_pool2d_into(self, output);
+  return output;
+}
+
+at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self) {
+  constexpr const char* kOpName = "aten::_adaptive_avg_pool2d_backward";
+  at::native::adaptive_pool_empty_output_check(grad_output, "adaptive_avg_pool2d_backward");
+  const int64_t rank = grad_output.dim();
+  TORCH_CHECK(self.dim() == rank, "adaptive_avg_pool2d_backward(): Expected dimensions ",
+              self.dim(), " for `grad_output` but got dimensions ", rank);
+  TORCH_CHECK(rank == 3 || rank == 4, "adaptive_avg_pool2d_backward(): Expected 3D or 4D tensor, but got ",
+              self.sizes());
+  TORCH_CHECK(self.dtype() == grad_output.dtype(), "adaptive_avg_pool2d_backward(): Expected dtype ",
+              self.dtype(), " for `grad_output` but got dtype ", grad_output.dtype());
+  // The CPU reads grad_output as (batch, channels) planes of self's: a
+  // mismatch there is out-of-bounds memory on the CPU, an error here.
+  for (int64_t dim = 0; dim < rank - 2; ++dim) {
+    TORCH_CHECK(grad_output.size(dim) == self.size(dim), "adaptive_avg_pool2d_backward(): ",
+                "expected grad_output of sizes [", self.sizes().slice(0, rank - 2), ", *, *], got ",
+                grad_output.sizes());
+  }
+  at::Tensor grad_input = at::empty(self.sizes(), self.options().memory_format(self.suggest_memory_format()));
+  check_pool_dtype(grad_output, PoolDtypes::kFloating, "adaptive_avg_pool2d_backward",
+                   "adaptive_avg_pool2d_backward_channels_last");
+  if (grad_input.numel() == 0) return grad_input;
+  PoolPlanes in = pool_planes(grad_input);
+  PoolPlanes out = pool_planes(grad_output);
+  const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(in.height, out.height),
+                                           max_adaptive_window(in.width, out.width));
+  const auto origins = blocks.origins();
+  for (size_t block = 0; block < origins.size(); ++block) {
+    const bool fresh = block == 0;
+    std::string key = "adaptive_avg_pool2d_backward|c" + std::to_string(blocks.rows) + "x" +
+                      std::to_string(blocks.columns) + "|b" + std::to_string(blocks.block_rows) +
+                      "x" + std::to_string(blocks.block_columns) + (fresh ? "|fresh" : "|continue");
+    PoolKernelSpec spec;
+    spec.op_name = kOpName;
+    spec.key = key;
+    spec.sizes = {in.width, in.height, in.channels, in.batch};
+    spec.channels_innermost = is_channels_last(grad_input);
+    spec.inputs.push_back(plane_base(grad_output));
+    if (!fresh) spec.inputs.push_back(at_position(grad_input));
+    spec.outputs.push_back(at_position(grad_input));
+    spec.scalars = {pack_pair(kOpName, in.height, in.width),
+                    pack_pair(kOpName, out.height, out.width),
+                    out.height_stride,
+                    out.width_stride,
+                    pack_pair(kOpName, origins[block].first, origins[block].second)};
+    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
+    spec.body = [&, fresh](PoolContext& context) {
+      ir::Builder& builder = context.builder;
+      auto [height, width] = context.unpack(context.scalars[0]);
+      auto [out_h, out_w] = context.unpack(context.scalars[1]);
+      auto [row0, column0] = context.unpack(context.scalars[4]);
+      const ir::DType storage = context.output_dtypes[0];
+      const ir::DType compute = ir::compute_dtype(storage);
+      struct Candidate {
+        ValueId valid, offset, size;  // size: the output's window along the dim
+      };
+      auto candidates = [&](ValueId x, ValueId outputs, ValueId inputs, ValueId output_stride,
+                            ValueId origin, int64_t block) {
+        auto [first, end] = adaptive_window(context, x, inputs, outputs);
+        std::vector<Candidate> result;
+        for (int64_t i = 0; i < block; ++i) {
+          ValueId o = context.add(first, context.add(origin, context.int64(i)));
+          auto [start, stop] = adaptive_window(context, o, outputs, inputs);
+          // Divisors as `grad / kh` makes them: half-precision for half types.
+          ValueId size = builder.cast(builder.cast(context.sub(stop, start), compute), storage);
+          result.push_back({context.less(o, end), context.mul(o, output_stride), size});
+        }
+        return result;
+      };
+      std::vector<Candidate> rows = candidates(context.coordinate(PoolAxis::kHeight), out_h, height,
+                                               context.scalars[2], row0, blocks.block_rows);
+      std::vector<Candidate> columns = candidates(context.coordinate(PoolAxis::kWidth), out_w, width,
+                                                  context.scalars[3], column0, blocks.block_columns);
+      ValueId sum = fresh ? builder.constant(0, compute) : builder.load(1);
+      for (const Candidate& row : rows) {
+        for (const Candidate& column : columns) {
+          ValueId valid = context.both(row.valid, column.valid);
+          ValueId offset = context.or_zero(valid, context.add(row.offset, column.offset));
+          ValueId delta = builder.indexed_load(0, offset);
+          delta = builder.cast(builder.binary(OpCode::kDivide, delta, row.size), storage);
+          delta = builder.cast(builder.binary(OpCode::kDivide, delta, column.size), storage);
+          sum = builder.select(valid, builder.cast(context.add(sum, delta), storage), sum);
+        }
+      }
+      builder.store(0, sum);
+    };
+    launch_pool_kernel(spec);
+  }
+  return grad_input;
+}
+
+}  // namespace kiln::torch_integration::compiled

@@ -1,0 +1,329 @@
+// avg_pool2d and its backward.
+//
+// Forward: one position per output element; the unrolled window sums the taps
+// inside the input (padding adds nothing) in the accumulate dtype, then
+// divides by ATen's divide factor: divisor_override, else the window clipped
+// to the padded input (count_include_pad) or to the input. A window with no
+// input tap is 0. Windows of several launches carry the sum in a buffer of
+// the accumulate dtype.
+//
+// Backward: a gather, one position per grad_input element: the outputs whose
+// window covers (h, w) are oh in [ceil((h + pad - k + 1) / stride),
+// (h + pad) / stride], at most ceil(k / stride) per dim, unrolled. Each adds
+// grad_output / divide_factor rounded to the tensor's dtype, in the order the
+// CPU kernel adds them (outputs row-major), into a sum kept in the tensor's
+// dtype, as the CPU's `grad_input[i] += delta` keeps it. No zero fill, no
+// indexed stores: every position is independent and threads split them.
+#include <ATen/ops/avg_pool2d_backward_meta.h>
+#include <ATen/ops/avg_pool2d_meta.h>
+#include <ATen/ops/empty.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/nn/pool/avg_pool2d.h"
+#include "kiln/aten/compiled/launch/structured_outputs.h"
+
+namespace kiln::torch_integration::compiled {
+namespace {
+
+using ir::OpCode;
+using ir::ValueId;
+
+// What ATen's CPU kernels sum in: float32 for the half types.
+at::ScalarType accumulate_type(at::ScalarType type) {
+  if (type == at::kDouble || type == at::kLong) return type;
+  return at::kFloat;
+}
+
+std::string divisor_key(bool count_include_pad, std::optional<int64_t> divisor_override) {
+  if (divisor_override.has_value()) return "|override";
+  return count_include_pad ? "|with_pad" : "|without_pad";
+}
+
+// One dim of an average-pooling window starting at `start` (output o at
+// o * stride - pad), in an input of `size` with `pad`: ATen's pool size (the
+// window clipped to the padded input) and the count of its input taps.
+struct WindowExtent {
+  ValueId pool_size, input_count, empty;
+};
+
+WindowExtent window_extent(PoolContext& context, ValueId start, int64_t kernel, ValueId size,
+                           ValueId pad) {
+  ValueId end = context.min(context.add(start, context.int64(kernel)), context.add(size, pad));
+  ValueId low = context.max(start, context.int64(0));
+  ValueId high = context.min(end, size);
+  return {context.sub(end, start), context.sub(high, low), context.less_equal(high, low)};
+}
+
+// ATen's divide factor of a window from its two dims.
+ValueId divide_factor(PoolContext& context, const WindowExtent& rows, const WindowExtent& columns,
+                      bool count_include_pad, bool has_override, ValueId divisor_override) {
+  if (has_override) return divisor_override;
+  if (count_include_pad) return context.mul(rows.pool_size, columns.pool_size);
+  return context.mul(rows.input_count, columns.input_count);
+}
+
+// value / divisor in `value`'s dtype; an integer division by 0 gives 0 (a
+// kernel cannot raise; ATen's meta function rejects a zero divisor_override).
+ValueId divide(PoolContext& context, ValueId value, ValueId divisor) {
+  ir::Builder& builder = context.builder;
+  ir::DType dtype = builder.dtype_of(value);
+  if (ir::is_integer(dtype)) {
+    ValueId zero = context.int64(0);
+    ValueId is_zero = builder.binary(OpCode::kEqual, divisor, zero);
+    ValueId safe = builder.select(is_zero, context.int64(1), divisor);
+    return builder.select(is_zero, zero, builder.binary(OpCode::kDivide, value, safe));
+  }
+  return builder.binary(OpCode::kDivide, value, builder.cast(divisor, dtype));
+}
+
+struct AverageAxis {
+  std::vector<ValueId> valid, offset;
+};
+
+// Taps origin + i (i < block) of a window starting at `start`, of `kernel`
+// taps, in an input of `size` elements of `stride`.
+AverageAxis tap_axis(PoolContext& context, ValueId start, ValueId origin, int64_t block,
+                     int64_t kernel, ValueId size, ValueId stride) {
+  AverageAxis axis;
+  for (int64_t i = 0; i < block; ++i) {
+    ValueId tap = context.add(origin, context.int64(i));
+    ValueId coordinate = context.add(start, tap);
+    ValueId inside = context.both(context.less_equal(context.int64(0), coordinate),
+                                  context.less(coordinate, size));
+    axis.valid.push_back(context.both(context.less(tap, context.int64(kernel)), inside));
+    axis.offset.push_back(context.mul(coordinate, stride));
+  }
+  return axis;
+}
+
+void avg_pool2d_into(const at::Tensor& input, const Pool2dParameters& p, bool count_include_pad,
+                     std::optional<int64_t> divisor_override, const at::Tensor& output) {
+  constexpr const char* kOpName = "aten::avg_pool2d";
+  check_pool_dtype(input, PoolDtypes::kFloatingAndLong, "avg_pool2d", "avg_pool2d_channels_last");
+  if (output.numel() == 0) return;
+  PoolPlanes in = pool_planes(input);
+  PoolPlanes out = pool_planes(output);
+  const TapBlocks blocks = plan_tap_blocks(p.kernel_h, p.kernel_w);
+  const bool channels_last = is_channels_last(input);
+  const auto origins = blocks.origins();
+  // Partial sums between the launches of a large window.
+  at::Tensor sums;
+  if (!blocks.single()) {
+    sums = at::empty(output.sizes(), output.options()
+                                         .dtype(accumulate_type(output.scalar_type()))
+                                         .memory_format(output.suggest_memory_format()));
+  }
+
+  for (size_t block = 0; block < origins.size(); ++block) {
+    const bool fresh = block == 0;
+    const bool last = block + 1 == origins.size();
+    std::string key = "avg_pool2d|k" + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
+                      "|b" + std::to_string(blocks.block_rows) + "x" +
+                      std::to_string(blocks.block_columns) +
+                      divisor_key(count_include_pad, divisor_override) +
+                      (fresh ? "|fresh" : "|continue") + (last ? "|final" : "|partial");
+    PoolKernelSpec spec;
+    spec.op_name = kOpName;
+    spec.key = key;
+    spec.sizes = {out.width, out.height, out.channels, out.batch};
+    spec.channels_innermost = channels_last;
+    spec.inputs.push_back(plane_base(input));
+    if (!fresh) spec.inputs.push_back(at_position(sums));
+    spec.outputs.push_back(at_position(last ? output : sums));
+    spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
+                    pack_pair(kOpName, p.pad_h, p.pad_w),
+                    pack_pair(kOpName, in.height, in.width),
+                    in.height_stride,
+                    in.width_stride,
+                    divisor_override.value_or(0),
+                    pack_pair(kOpName, origins[block].first, origins[block].second)};
+    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
+    spec.body = [&, fresh, last](PoolContext& context) {
+      ir::Builder& builder = context.builder;
+      auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
+      auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
+      auto [height, width] = context.unpack(context.scalars[2]);
+      auto [row0, column0] = context.unpack(context.scalars[6]);
+      ValueId h_start = context.sub(context.mul(context.coordinate(PoolAxis::kHeight), stride_h), pad_h);
+      ValueId w_start = context.sub(context.mul(context.coordinate(PoolAxis::kWidth), stride_w), pad_w);
+      const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
+      ValueId sum = fresh ? builder.constant(0, accumulate) : builder.load(1);
+      AverageAxis rows = tap_axis(context, h_start, row0, blocks.block_rows, p.kernel_h, height,
+                                  context.scalars[3]);
+      AverageAxis columns = tap_axis(context, w_start, column0, blocks.block_columns, p.kernel_w,
+                                     width, context.scalars[4]);
+      for (int64_t i = 0; i < blocks.block_rows; ++i) {
+        for (int64_t j = 0; j < blocks.block_columns; ++j) {
+          ValueId valid = context.both(rows.valid[i], columns.valid[j]);
+          ValueId offset = context.or_zero(valid, context.add(rows.offset[i], columns.offset[j]));
+          ValueId value = context.or_zero(valid, builder.indexed_load(0, offset));
+          sum = context.add(sum, value);
+        }
+      }
+      if (!last) {
+        builder.store(0, sum);
+        return;
+      }
+      WindowExtent row_extent = window_extent(context, h_start, p.kernel_h, height, pad_h);
+      WindowExtent column_extent = window_extent(context, w_start, p.kernel_w, width, pad_w);
+      ValueId divisor = divide_factor(context, row_extent, column_extent, count_include_pad,
+                                      divisor_override.has_value(), context.scalars[5]);
+      ValueId empty = builder.binary(OpCode::kLogicalOr, row_extent.empty, column_extent.empty);
+      builder.store(0, context.or_zero(builder.unary(OpCode::kLogicalNot, empty),
+                                       divide(context, sum, divisor)));
+    };
+    launch_pool_kernel(spec);
+  }
+}
+
+void avg_pool2d_backward_into(const at::Tensor& grad_output, const Pool2dParameters& p,
+                              bool count_include_pad, std::optional<int64_t> divisor_override,
+                              const at::Tensor& grad_input) {
+  constexpr const char* kOpName = "aten::avg_pool2d_backward";
+  check_pool_dtype(grad_output, PoolDtypes::kFloatingAndLong, "avg_pool2d_backward",
+                   "avg_pool2d_backward_channels_last");
+  if (grad_input.numel() == 0) return;
+  PoolPlanes in = pool_planes(grad_input);
+  PoolPlanes out = pool_planes(grad_output);
+  // Outputs covering one input element, per dim.
+  const int64_t candidates_h = (p.kernel_h - 1) / p.stride_h + 1;
+  const int64_t candidates_w = (p.kernel_w - 1) / p.stride_w + 1;
+  const TapBlocks blocks = plan_tap_blocks(candidates_h, candidates_w);
+  const auto origins = blocks.origins();
+  for (size_t block = 0; block < origins.size(); ++block) {
+    const bool fresh = block == 0;
+    std::string key = "avg_pool2d_backward|k" + std::to_string(p.kernel_h) + "x" +
+                      std::to_string(p.kernel_w) + "|c" + std::to_string(candidates_h) + "x" +
+                      std::to_string(candidates_w) + "|b" + std::to_string(blocks.block_rows) + "x" +
+                      std::to_string(blocks.block_columns) +
+                      divisor_key(count_include_pad, divisor_override) +
+                      (fresh ? "|fresh" : "|continue");
+    PoolKernelSpec spec;
+    spec.op_name = kOpName;
+    spec.key = key;
+    spec.sizes = {in.width, in.height, in.channels, in.batch};
+    spec.channels_innermost = is_channels_last(grad_input);
+    spec.inputs.push_back(plane_base(grad_output));
+    if (!fresh) spec.inputs.push_back(at_position(grad_input));
+    spec.outputs.push_back(at_position(grad_input));
+    spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
+                    pack_pair(kOpName, p.pad_h, p.pad_w),
+                    pack_pair(kOpName, out.height, out.width),
+                    pack_pair(kOpName, in.height, in.width),
+                    out.height_stride,
+                    out.width_stride,
+                    divisor_override.value_or(0),
+                    pack_pair(kOpName, origins[block].first, origins[block].second)};
+    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
+    spec.body = [&, fresh](PoolContext& context) {
+      ir::Builder& builder = context.builder;
+      auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
+      auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
+      auto [out_h, out_w] = context.unpack(context.scalars[2]);
+      auto [height, width] = context.unpack(context.scalars[3]);
+      auto [row0, column0] = context.unpack(context.scalars[7]);
+      const ir::DType storage = context.output_dtypes[0];
+      const ir::DType compute = ir::compute_dtype(storage);
+      ValueId zero = context.int64(0);
+
+      struct Candidate {
+        ValueId valid, offset;
+        WindowExtent extent;
+      };
+      // The outputs along one dim whose windows cover input coordinate `x`.
+      auto candidates = [&](ValueId x, int64_t kernel, ValueId stride, ValueId pad, ValueId outputs,
+                            ValueId size, ValueId output_stride, ValueId origin, int64_t block,
+                            int64_t count) {
+        ValueId first = context.ceil_div(
+            context.max(context.sub(context.add(x, pad), context.int64(kernel - 1)), zero), stride);
+        std::vector<Candidate> result;
+        for (int64_t i = 0; i < block; ++i) {
+          ValueId index = context.add(origin, context.int64(i));
+          ValueId o = context.add(first, index);
+          ValueId start = context.sub(context.mul(o, stride), pad);
+          ValueId valid = context.both(context.less(index, context.int64(count)),
+                                       context.both(context.less_equal(start, x), context.less(o, outputs)));
+          result.push_back({valid, context.mul(o, output_stride),
+                            window_extent(context, start, kernel, size, pad)});
+        }
+        return result;
+      };
+      std::vector<Candidate> rows =
+          candidates(context.coordinate(PoolAxis::kHeight), p.kernel_h, stride_h, pad_h, out_h,
+                     height, context.scalars[4], row0, blocks.block_rows, candidates_h);
+      std::vector<Candidate> columns =
+          candidates(context.coordinate(PoolAxis::kWidth), p.kernel_w, stride_w, pad_w, out_w,
+                     width, context.scalars[5], column0, blocks.block_columns, candidates_w);
+      ValueId sum = fresh ? builder.constant(0, compute) : builder.load(1);
+      for (const Candidate& row : rows) {
+        for (const Candidate& column : columns) {
+          ValueId valid = context.both(row.valid, column.valid);
+          ValueId offset = context.or_zero(valid, context.add(row.offset, column.offset));
+          ValueId divisor = divide_factor(context, row.extent, column.extent, count_include_pad,
+                                          divisor_override.has_value(), context.scalars[6]);
+          // As `scalar_t delta = grad / divide_factor`: for half types the
+          // divisor becomes a half, and the quotient rounds to one.
+          if (ir::is_floating(compute)) divisor = builder.cast(builder.cast(divisor, compute), storage);
+          ValueId delta = builder.cast(divide(context, builder.indexed_load(0, offset), divisor), storage);
+          sum = builder.select(valid, builder.cast(context.add(sum, delta), storage), sum);
+        }
+      }
+      builder.store(0, sum);
+    };
+    launch_pool_kernel(spec);
+  }
+}
+
+}  // namespace
+
+at::Tensor& avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size,
+                           at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
+                           bool count_include_pad, std::optional<int64_t> divisor_override,
+                           at::Tensor& out) {
+  StructuredOutputs<at::meta::structured_avg_pool2d, 1> meta({out});
+  meta.meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  avg_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding), count_include_pad,
+                  divisor_override, out);
+  return out;
+}
+
+at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                      at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                      std::optional<int64_t> divisor_override) {
+  StructuredOutputs<at::meta::structured_avg_pool2d, 1> meta;
+  meta.meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  avg_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding), count_include_pad,
+                  divisor_override, meta.output(0));
+  return meta.output(0);
+}
+
+at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                    at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                    at::IntArrayRef padding, bool ceil_mode,
+                                    bool count_include_pad,
+                                    std::optional<int64_t> divisor_override,
+                                    at::Tensor& grad_input) {
+  StructuredOutputs<at::meta::structured_avg_pool2d_backward, 1> meta({grad_input});
+  meta.meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+            divisor_override);
+  avg_pool2d_backward_into(grad_output, pool2d_parameters(kernel_size, stride, padding),
+                           count_include_pad, divisor_override, grad_input);
+  return grad_input;
+}
+
+at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                               at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                               at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               std::optional<int64_t> divisor_override) {
+  StructuredOutputs<at::meta::structured_avg_pool2d_backward, 1> meta;
+  meta.meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+            divisor_override);
+  avg_pool2d_backward_into(grad_output, pool2d_parameters(kernel_size, stride, padding),
+                           count_include_pad, divisor_override, meta.output(0));
+  return meta.output(0);
+}
+
+}  // namespace kiln::torch_integration::compiled

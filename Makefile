@@ -1,7 +1,7 @@
 # make demo   sets up, builds, and evaluates the example transformer with kiln-eval
 # make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
 # make bench  runs the benchmarks of bench/ (not part of the tests), each in its own process,
-#             writes their JSON to bench/results/ and re-renders docs/performance.md (about 20 min;
+#             writes their JSON to bench/results/ and re-renders docs/performance.md (15-20 min;
 #             run it on a quiet machine: the figures are stamped with the machine and its load)
 # make performance  only re-renders docs/performance.md from the JSON in bench/results/
 # make operators  runs the full OpInfo sweep and rewrites docs/reference/operators.md (slow)

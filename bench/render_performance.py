@@ -85,7 +85,9 @@ def geometric_mean(values):
 
 def table(heading, rows):
     """A markdown table; `heading` is a list of column titles, each row a list
-    of cells (already text)."""
+    of cells (already text). A last "geomean" row over a single row repeats it: left out."""
+    if len(rows) == 2 and str(rows[-1][0]).startswith("geomean"):
+        rows = rows[:1]
     lines = ["| " + " | ".join(heading) + " |", "|" + "|".join("---" for _ in heading) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return lines
@@ -124,7 +126,7 @@ def parse_header(lines):
     for line in lines or []:
         key, separator, value = line.partition(":")
         if separator:
-            fields[key.strip()] = value.strip()
+            fields[key.strip()] = " ".join(value.split())
     return fields
 
 
@@ -414,7 +416,7 @@ def render_compile(results, args):
         for mode, entry in chain.items():
             difference = entry.get("max_abs_difference") if isinstance(entry, dict) else None
             rows.append([mode, median_iqr(entry, 1e3),
-                         "-" if difference is None else f"{difference:.2e}",
+                         "-" if difference is None else "0" if difference == 0 else f"{difference:.2e}",
                          ratio_text(ratio_of(median_of(entry), median_of(chain.get("kiln-compiled"))))])
         lines += ["Pointwise chain (16 ops on 4M float32 elements), ms per call, median ±IQR:", ""]
         lines += table(["mode", "ms", "max abs difference from cpu-eager", "mode / kiln-compiled (target for "
@@ -634,13 +636,15 @@ How they run:
 - **Each benchmark is its own process** (`make bench` starts them one after another), so one's
   threads, caches and allocator state never reach another's figures.
 - **Within a benchmark, the kiln case and its baselines take turns**, round by round (copies, native
-  ops, eager ops, foreach), mode by mode (`bench_compile.py`, whose modes share one process) or call by
-  call (`bench_allreduce.py`), so background load hits all of them alike; the median is reported,
-  with the interquartile range where the spread matters.
+  ops, eager ops, foreach, import), mode by mode in rounds (`bench_compile.py`, whose modes share one
+  process) or call by call (`bench_allreduce.py`), so background load hits all of them alike; the
+  median is reported, with the interquartile range where the spread matters. `bench_training.py`
+  times kiln's steps, then the CPU's; `bench_ddp.py` runs the single process, then the two ranks.
 - **Warm-up first.** Every case is called before it is timed: kernels are compiled and cached,
-  Dynamo has compiled its graphs, optimizers have made their state. Before a sample the other side's
-  OpenMP workers get 50 ms to stop spinning (they would take the cores from the case timed next),
-  then a warm-up call brings the cores back to speed.
+  Dynamo has compiled its graphs, optimizers have made their state. In `bench_eager_ops.py` and
+  `bench_compile.py` the previous case's OpenMP workers get 50 ms to stop spinning before a sample
+  (they would take the cores from the case timed next), then a warm-up call brings the cores back
+  to speed.
 - **Queued work is counted.** Work Kiln queues on its stream is followed by a
   `torch.kiln.synchronize()` inside the timed region; each training or optimizer step ends with the
   device idle.

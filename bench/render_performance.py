@@ -628,7 +628,7 @@ Kiln's first device is the host CPU, so every kiln figure can be set beside PyTo
 where it applies, CPU Inductor) on the same machine, **measured in the same run**. Every ratio on this
 page is the baseline's time over Kiln's (for copies and collectives, Kiln's bandwidth over the
 baseline's): above 1.0x Kiln is faster. Where a benchmark covers several models, sizes or cases, a
-geometric-mean row sums its ratios up. The benchmarks are measurements, not tests: nothing asserts a
+geometric-mean row summarises its ratios. The benchmarks are measurements, not tests: nothing asserts a
 timing, and a figure below its target is only a figure.
 
 How they run:
@@ -654,8 +654,8 @@ How they run:
   optimizer is made).
 - **Distributed benchmarks spawn two rank processes** on the same machine.
 
-Reading the figures: on a small shared machine (the 2-core VM most of these figures were first taken
-on) absolute timings move by 10-30 % between runs, and a `bench_compile.py` step's IQR is often
+Reading the figures: on a small shared machine (such as the 2-core VM of the
+history log) absolute timings move by 10-30 % between runs, and a `bench_compile.py` step's IQR is often
 10-40 % of its median; the ratios, taken in one process with the cases interleaved, are steadier, but a
 ratio within about 0.2 of 1.0 is within that noise, and small all_reduce sizes move by about 0.2x from
 run to run. Compare figures only between runs on the same machine: the stamp says which. The load

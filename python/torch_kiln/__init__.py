@@ -14,7 +14,7 @@ Evaluation (kiln-eval, docs/evaluation.md):
     evaluate(model, make_batch, loss=None, ...)  CPU eager against kiln eager and
                         compiled: fallbacks, numerics, time, recompiles, memory
 
-Kernel compiler:
+Kernel compiler and its cache (kernel_cache.py):
     compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
     reset_compiler_stats()
 """
@@ -38,8 +38,9 @@ if "torch" not in sys.modules:
 import torch
 
 from . import _C
+from . import fake_convolution as _fake_convolution
 from ._registration import register as _register
-from .compiler import compiler_stats, reset_compiler_stats
+from .kernel_cache import compiler_stats, reset_compiler_stats
 from . import bucketing
 from .compile import compile_stats, reset_compile_stats
 from .compile import register as _register_compile_backend
@@ -69,6 +70,9 @@ def _autoload():
 
 
 _register()
+# Traced convolutions on kiln take the layouts Kiln's kernels give, in every
+# fake-tensor trace (torch.compile with any backend, torch.export).
+_fake_convolution.install()
 _register_compile_backend()
 _register_distributed_backend()
 # Finish queued device work while Python can still run the destructors it

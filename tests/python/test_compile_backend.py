@@ -240,7 +240,7 @@ def test_a_graph_from_other_source_lines_gets_its_own_program_cache_key():
     # a program cached from a copy of the code elsewhere must not be reused
     # with that copy's file names.
     from torch.fx.experimental.proxy_tensor import make_fx
-    from torch_kiln.compile import program_cache
+    from torch_kiln.compile.lowering import program_cache
 
     gm = make_fx(lambda x: (x * 2).relu(), tracing_mode="fake")(torch.randn(4, 4))
     node = next(node for node in gm.graph.nodes if node.op == "call_function")

@@ -12,7 +12,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn import functional
 
 import torch_kiln
-from torch_kiln.compile import decompositions
+from torch_kiln.compile.passes import decompositions
 
 aten = torch.ops.aten
 

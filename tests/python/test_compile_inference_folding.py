@@ -8,7 +8,7 @@ from torch import nn
 from torch.nn import functional
 
 import torch_kiln
-from torch_kiln.compile import inference_folding
+from torch_kiln.compile.passes import inference_folding
 
 
 def with_statistics(module, seed):

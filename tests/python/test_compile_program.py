@@ -10,7 +10,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 import torch_kiln
 from torch_kiln import _C
-from torch_kiln.compile.graph_lowering import lower_graph
+from torch_kiln.compile.lowering.graph_lowering import lower_graph
 
 
 def pointwise_and_reduction(x, row):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import torch_kiln
-from torch_kiln.compile import program_function
+from torch_kiln.compile.runtime import program_function
 from torch_kiln.models import MODELS, Training
 
 pytestmark = pytest.mark.usefixtures("fresh_compile_state")

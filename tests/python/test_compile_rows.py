@@ -10,8 +10,8 @@ from torch.nn import functional
 
 import torch_kiln
 from torch_kiln import _C
-from torch_kiln.compile.decompositions import decompositions
-from torch_kiln.compile.graph_lowering import lower_graph
+from torch_kiln.compile.lowering.graph_lowering import lower_graph
+from torch_kiln.compile.passes.decompositions import decompositions
 
 pytestmark = pytest.mark.usefixtures("fresh_compile_state")
 

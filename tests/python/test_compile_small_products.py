@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import torch_kiln
-from torch_kiln.compile.small_products import SMALL_PRODUCT_DEPTH, SMALL_PRODUCT_MULTIPLY_ADDS
+from torch_kiln.compile.passes.small_products import SMALL_PRODUCT_DEPTH, SMALL_PRODUCT_MULTIPLY_ADDS
 
 
 def products_called():

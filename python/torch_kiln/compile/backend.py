@@ -3,11 +3,21 @@
     torch.compile(model, backend="kiln")
     torch.compile(model, backend="kiln", options={"fallback": "eager"})
 
-Dynamo captures the graph; AOTAutograd makes the forward and backward graphs,
-decomposed to core ATen; each graph is lowered (graph_lowering.py) and handed
-to Kiln's graph compiler, which fuses its pointwise ops and reductions into
-kernels and runs the program on the current stream. After a graph's first
-call, its calls skip AOTAutograd's Python wrapper (program_function.py).
+The pipeline, one subpackage per stage:
+
+  passes/    Dynamo's graph is rewritten (inference: batch norm folding,
+             channels-last convolutions); AOTAutograd makes the forward and
+             backward graphs, decomposed to core ATen with Kiln's
+             decompositions (passes/decompositions.py); small products of
+             inference graphs become reductions
+  lowering/  each graph is lowered (lowering/graph_lowering.py), or its
+             lowering loaded from the program cache, and handed to Kiln's
+             graph compiler (torch_kiln._C._Program), which fuses its
+             pointwise ops and reductions into kernels
+  runtime/   the program runs on the current stream; after a graph's first
+             call, its calls skip AOTAutograd's Python wrapper
+             (runtime/program_function.py); runtime/statistics.py counts
+             compile_stats()
 
 Shapes are static: a new input shape compiles a new program under Dynamo's
 guards (dynamic=True is refused; see torch_kiln.bucketing to bound
@@ -21,13 +31,14 @@ import warnings
 import torch
 
 from .. import _C
-from . import program_cache, statistics
-from .channels_last import convolutions_to_channels_last
-from .decompositions import decompositions
-from .graph_lowering import UnsupportedOperatorError, lower_graph
-from .inference_folding import fold_for_inference
-from .program_function import CompiledGraph
-from .small_products import expand_small_products
+from .lowering import program_cache
+from .lowering.graph_lowering import UnsupportedOperatorError, lower_graph
+from .passes.channels_last import convolutions_to_channels_last
+from .passes.decompositions import decompositions
+from .passes.inference_folding import fold_for_inference
+from .passes.small_products import expand_small_products
+from .runtime import statistics
+from .runtime.program_function import CompiledGraph
 
 OPTIONS = {"fallback": ("error", "eager")}
 
@@ -173,7 +184,7 @@ def kiln(gm, example_inputs, mode=None, options=None):
         keep_inference_input_mutations=True,
     )(gm, example_inputs)
     # Calls move to the C++ program function after the first
-    # (program_function.py). Dynamo must not trace them, as it does not
+    # (runtime/program_function.py). Dynamo must not trace them, as it does not
     # trace AOTAutograd's.
     graph.aot_call = compiled
     return torch._dynamo.disable(graph.__call__, reason="kiln's compiled graph")

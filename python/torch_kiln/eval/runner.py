@@ -14,8 +14,8 @@ from torch.utils._pytree import tree_map_only
 
 from .. import _C
 from .. import compile as kiln_compile
-from ..compiler import compiler_stats
-from ..compile.graph_lowering import UnsupportedOperatorError
+from ..compile.lowering.graph_lowering import UnsupportedOperatorError
+from ..kernel_cache import compiler_stats
 from .numerics import flatten_outputs
 from .op_audit import is_user_file
 

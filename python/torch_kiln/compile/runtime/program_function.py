@@ -35,7 +35,7 @@ import torch
 from torch._dynamo import compiled_autograd as _compiled_autograd
 from torch._functorch._aot_autograd.schemas import MutationType, OutputType, PlainTensorMeta
 
-from .. import _C
+from ... import _C
 from . import statistics
 
 

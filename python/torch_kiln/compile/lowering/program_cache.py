@@ -2,10 +2,11 @@
 
 A compiled graph is keyed by a hash of everything its lowering depends on:
 the FX graph's code, the dtype, sizes, strides and device of every input,
-the fallback option, the torch version and the source of Kiln's lowering
-(this package); and by the user's source line behind each node, which the
-lowered description keeps for its error messages (an entry made from a copy
-of the code elsewhere would name that copy's files). An entry holds the lowered description that
+the fallback option, the torch version and the source of Kiln's compiled
+path (every module under torch_kiln/compile, and torch_kiln/fake_convolution.py);
+and by the user's source line behind each node, which the lowered description
+keeps for its error messages (an entry made from a copy of the code elsewhere
+would name that copy's files). An entry holds the lowered description that
 torch_kiln._C._Program builds a program from, so a process that meets a graph
 an earlier one compiled skips the lowering; the program's kernels come from
 the kernel cache, so it compiles nothing (docs/compiled_path.md).
@@ -25,20 +26,35 @@ import tempfile
 
 import torch
 
-from .. import _C
+from ... import _C
 from .graph_lowering import source_line
 
 _FORMAT = b"kiln-program-cache-1\n"
 
 
+# What a lowered graph depends on besides its FX graph: every module of the
+# compiled path (torch_kiln/compile and its stages) and the layouts traced
+# convolutions take (torch_kiln/fake_convolution.py).
+_COMPILE_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TRACING_MODULES = (os.path.join(os.path.dirname(_COMPILE_PACKAGE), "fake_convolution.py"),)
+
+
+def _lowering_sources():
+    """(name relative to torch_kiln, path) of each source the digest covers, in a fixed order."""
+    root = os.path.dirname(_COMPILE_PACKAGE)
+    paths = list(_TRACING_MODULES)
+    for folder, subfolders, names in os.walk(_COMPILE_PACKAGE):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        paths.extend(os.path.join(folder, name) for name in names if name.endswith(".py"))
+    return sorted((os.path.relpath(path, root), path) for path in paths)
+
+
 @functools.lru_cache(maxsize=1)
 def _lowering_source_digest():
     digest = hashlib.sha256()
-    folder = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as file:
-                digest.update(name.encode() + b"\0" + file.read())
+    for name, path in _lowering_sources():
+        with open(path, "rb") as file:
+            digest.update(name.encode() + b"\0" + file.read())
     return digest.hexdigest()
 
 
@@ -51,7 +67,7 @@ def _directory():
 def graph_key(gm, fallback, kind="forward"):
     """The cache key of `gm`, or None when it cannot be cached. `kind`
     (inference, forward, backward) is part of it: the lowering of an
-    inference graph differs (small_products.py)."""
+    inference graph differs (passes/small_products.py)."""
     digest = hashlib.sha256()
     digest.update(_FORMAT + torch.__version__.encode() + _lowering_source_digest().encode())
     digest.update(f"fallback={fallback}\nkind={kind}\n".encode())

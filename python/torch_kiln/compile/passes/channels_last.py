@@ -23,7 +23,7 @@ tensors are not touched, and a model already in channels-last is unchanged.
 """
 import torch
 
-from .. import _C
+from ... import _C
 
 CONVOLUTION = torch.conv2d  # also torch.nn.functional.conv2d, the same builtin
 

@@ -17,6 +17,11 @@ Evaluation (kiln-eval, docs/evaluation.md):
 Kernel compiler and its cache (kernel_cache.py):
     compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
     reset_compiler_stats()
+
+``import torch`` loads only what the device needs (its registration,
+torch.kiln, op tracking, the distributed backend); torch_kiln.compile (and
+with it torch._dynamo), torch_kiln.eval and torch_kiln.bucketing load when
+first used.
 """
 import atexit
 import os
@@ -40,14 +45,41 @@ import torch
 from . import _C
 from . import fake_convolution as _fake_convolution
 from ._registration import register as _register
-from .kernel_cache import compiler_stats, reset_compiler_stats
-from . import bucketing
-from .compile import compile_stats, reset_compile_stats
-from .compile import register as _register_compile_backend
 from .distributed import register as _register_distributed_backend
-from .eval import evaluate
+from .kernel_cache import compiler_stats, reset_compiler_stats
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
+
+# What `import torch` does not load (tests/python/test_import_time.py): the
+# compiled path, which needs torch._dynamo, and kiln-eval with its reports
+# load when first named (PEP 562), e.g. torch_kiln.compile_stats() or
+# torch_kiln.evaluate(...). torch.compile(backend="kiln") imports
+# torch_kiln.compile itself, through the torch_dynamo_backends entry point.
+# name -> (submodule, attribute of it, or None for the submodule itself)
+_LAZY = {
+    "bucketing": ("bucketing", None),
+    "compile": ("compile", None),
+    "compile_stats": ("compile", "compile_stats"),
+    "eval": ("eval", None),
+    "evaluate": ("eval", "evaluate"),
+    "reset_compile_stats": ("compile", "reset_compile_stats"),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "bucketing",
@@ -65,8 +97,18 @@ __all__ = [
 
 
 def _autoload():
-    """Entry point of the ``torch.backends`` group: called by ``import torch``."""
+    """Entry point of the ``torch.backends`` group: called by ``import torch``,
+    after this package's import has registered the device."""
     _register()
+
+
+def _register_compile_backend():
+    """backend="kiln" for torch.compile when Dynamo is already loaded and its
+    entry point may be unknown (torch_kiln.compile.register); never imports
+    Dynamo or the compiled path otherwise."""
+    if "torch._dynamo" in sys.modules:
+        from .compile import register
+        register()
 
 
 _register()

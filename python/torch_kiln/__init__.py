@@ -7,15 +7,15 @@ Op tracking:
     clear_op_tracking()
 
 torch.compile(model, backend="kiln"):
-    compile_stats()     graphs, nodes, kernels, compile seconds, recompiles (docs/compiled_path.md)
+    compile_stats()     graphs, nodes, kernels, compile seconds, recompiles (docs/design/compiled_path.md)
     reset_compile_stats()
 
-Evaluation (kiln-eval, docs/evaluation.md):
+Evaluation (kiln-eval, docs/guides/evaluation.md):
     evaluate(model, make_batch, loss=None, ...)  CPU eager against kiln eager and
                         compiled: fallbacks, numerics, time, recompiles, memory
 
 Kernel compiler and its cache (kernel_cache.py):
-    compiler_stats()    compiles, cache hits and compile time (docs/kernel_cache.md)
+    compiler_stats()    compiles, cache hits and compile time (docs/design/kernel_cache.md)
     reset_compiler_stats()
 
 ``import torch`` loads only what the device needs (its registration,

@@ -40,7 +40,7 @@ def _choose_autograd_thread():
     own, which suits a GPU: the host thread queues kernels while the device
     computes. Kiln's device is the host's own cores, so that thread only adds
     a hand-off per backward node, and its library calls cannot use PyTorch's
-    OpenMP team (docs/library_path.md). With "caller" (the default) the thread
+    OpenMP team (docs/design/library_path.md). With "caller" (the default) the thread
     that imports Kiln runs backward itself, as it does for CPU tensors
     (torch.autograd.set_multithreading_enabled(False) on that thread):
     training steps took 5-25 % less time on the reference models. "device"

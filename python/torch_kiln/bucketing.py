@@ -1,5 +1,5 @@
 """Shape bucketing: pad one dimension up to a few sizes so that inputs of many
-lengths reuse a few compiled programs (docs/bucketing.md).
+lengths reuse a few compiled programs (docs/guides/bucketing.md).
 
 ``torch.compile(model, backend="kiln")`` compiles static shapes only: every new
 input shape is a new program under Dynamo's guards. Padding the varying

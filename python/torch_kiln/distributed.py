@@ -1,4 +1,4 @@
-"""The `kiln` backend of torch.distributed (docs/distributed.md).
+"""The `kiln` backend of torch.distributed (docs/design/distributed.md).
 
     dist.init_process_group("kiln")                 # kiln tensors
     dist.init_process_group("cpu:gloo,kiln:kiln")   # CPU tensors too

@@ -1,4 +1,4 @@
-"""Statistics of the kernel compiler and its cache (docs/kernel_cache.md):
+"""Statistics of the kernel compiler and its cache (docs/design/kernel_cache.md):
 the C kernels Kiln generates per op kind, compiled once and kept in memory and
 under KILN_CACHE_DIR, for eager ops and compiled programs alike. (The
 torch.compile backend's own counters are torch_kiln.compile's compile_stats.)"""

@@ -1,4 +1,4 @@
-"""torch.compile(model, backend="kiln"): the compiled path (docs/compiled_path.md).
+"""torch.compile(model, backend="kiln"): the compiled path (docs/design/compiled_path.md).
 
 backend.py is the entry: Dynamo calls `kiln` with each graph it captures, and
 the graph goes through the stages, one subpackage each:

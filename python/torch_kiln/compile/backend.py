@@ -117,7 +117,7 @@ def _compile_graph(kind, options, graph, gm, example_inputs):
         program_cache.store(key, lowered)
     # Inference programs run whole in the caller on an idle stream; forward
     # and backward graphs of training are queued step by step, so the Python
-    # between them overlaps with the device (docs/compiled_path.md).
+    # between them overlaps with the device (docs/design/compiled_path.md).
     program = _C._Program(dict(lowered.description, run_inline=kind == "inference"))
     graph_index = statistics.record_graph(lowered, program.statistics(), time.perf_counter() - start,
                                           cache_hit)

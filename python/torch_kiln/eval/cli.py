@@ -60,7 +60,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="kiln-eval", description=__doc__.split("\n\n")[0],
         epilog="The model file defines build() -> (model, make_batch[, loss]) or a dict "
-               "(see docs/evaluation.md).")
+               "(see docs/guides/evaluation.md).")
     parser.add_argument("target", help="path/model.py[:function] (function defaults to build)")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per mode (5)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps after the first (1)")

@@ -1,5 +1,5 @@
 """torch_kiln.evaluate(): the whole evaluation as one call, returning the
-report dict of docs/evaluation_report_schema.md."""
+report dict of docs/reference/evaluation_report_schema.md."""
 import contextlib
 import platform
 import sys

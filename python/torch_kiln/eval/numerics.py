@@ -30,7 +30,7 @@ def _shape(tensor):
 
 
 def compare(name, kind, mode, actual, expected):
-    """One check dict (docs/evaluation_report_schema.md) for a kiln tensor
+    """One check dict (docs/reference/evaluation_report_schema.md) for a kiln tensor
     against its CPU reference."""
     expected = expected.detach()
     actual = actual.detach().cpu()

@@ -126,7 +126,7 @@ class OpAudit(TorchDispatchMode):
             else:
                 # The autograd engine's kiln thread: a CPU op run here would
                 # start a second OpenMP team, which slows every CPU op in the
-                # process afterwards (docs/library_path.md). Compare after the
+                # process afterwards (docs/design/library_path.md). Compare after the
                 # step, on the main thread.
                 self.pending.append(call)
         return result

@@ -252,7 +252,7 @@ class ModeRun:
             self._fail(error)
 
     def finish(self):
-        """The mode's report (docs/evaluation_report_schema.md)."""
+        """The mode's report (docs/reference/evaluation_report_schema.md)."""
         report, counters = self.report, self.counters
         for name in ("kernels_compiled", "kernel_cache_hits", "graphs_compiled",
                      "graph_cache_hits", "recompiles"):

@@ -48,7 +48,7 @@ def _count(model, batches, progress):
 
 
 def sweep(workload, keyword, values, buckets=None, seed=0, progress=lambda steps: None):
-    """The report's "shapes" section (docs/evaluation_report_schema.md)."""
+    """The report's "shapes" section (docs/reference/evaluation_report_schema.md)."""
     result = {"argument": keyword, "values": list(values), "recompiles": None, "programs": None,
               "buckets": [], "suggested_buckets": [],
               "bucketed_recompiles": None, "bucketed_programs": None, "per_value": [],

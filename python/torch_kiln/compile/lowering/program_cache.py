@@ -9,7 +9,7 @@ keeps for its error messages (an entry made from a copy of the code elsewhere
 would name that copy's files). An entry holds the lowered description that
 torch_kiln._C._Program builds a program from, so a process that meets a graph
 an earlier one compiled skips the lowering; the program's kernels come from
-the kernel cache, so it compiles nothing (docs/compiled_path.md).
+the kernel cache, so it compiles nothing (docs/design/compiled_path.md).
 
 The guarantees are the kernel cache's: an entry is written to a temporary file
 and renamed into place, so a reader never sees half of one; it carries a

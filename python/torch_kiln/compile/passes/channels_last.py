@@ -8,7 +8,7 @@ channels-last and its result, and everything computed from it, stays so. The
 CNN's inference program: 488-570 us against 532-625 in NCHW, in turns in one
 process (the input alone converted: 498-582). Inductor lays CPU convolutions
 out the same way. Training graphs keep the user's layout (their steps were not
-faster channels-last; docs/performance.md). 4-d graph outputs keep the
+faster channels-last; docs/history/performance-log.md). 4-d graph outputs keep the
 strides Dynamo traced.
 
 The exception: a convolution that Kiln computes straight into device memory

@@ -7,7 +7,7 @@ eager kernel runs the whole op.
   into one pass over the activations; PyTorch's own decompositions, the ones
   Inductor uses. Layer norm, softmax and log_softmax (and their backward) the
   same way: a few fused kernels, each launched at a bound launch's cost
-  (docs/compiled_path.md), instead of an eager kernel call.
+  (docs/design/compiled_path.md), instead of an eager kernel call.
 - max_pool2d_with_indices with non-overlapping windows (stride = kernel, no
   padding or dilation, the common 2x2 pool), in floating point, contiguous or
   channels-last (its results then channels-last, as ATen's), becomes a

@@ -8,7 +8,7 @@ reduction, which also takes in the pointwise ops after it (its epilogue).
 MKL's call costs more than the arithmetic at these sizes: the transformer's
 attention scores (32 products of 16x8 by 8x16) took 14-24 us through MKL and
 11-13 us generated, 8 products of 64x64 by 64x64 86-90 us against 51-54
-(docs/performance.md). Where the second operand is strided along the columns
+(docs/history/performance-log.md). Where the second operand is strided along the columns
 (a linear layer's transposed weight) the generated loads are gathers and MKL
 stays far faster, as it does above the thresholds.
 

@@ -13,7 +13,7 @@ backward needs no GIL on whichever thread autograd runs it. An inference
 graph's calls go the same way, to its one program under no_grad, skipping
 AOTAutograd's inference wrapper and the backend's Python runner.
 (csrc/kiln/aten/program/program_function.h lists what it does as AOTAutograd
-does; docs/compiled_path.md has the figures.)
+does; docs/design/compiled_path.md has the figures.)
 
 Inputs the graph writes in place (batch norm's running statistics) are
 written by the program itself, as AOTAutograd leaves them in the graph; the

@@ -66,7 +66,7 @@ def record_first_run(before, after):
 
 def compile_stats():
     """Counters of torch.compile with the kiln backend in this process, as a dict
-    (see docs/compiled_path.md)."""
+    (see docs/design/compiled_path.md)."""
     with _lock:
         return dict(_counters)
 

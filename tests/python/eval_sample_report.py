@@ -1,4 +1,4 @@
-"""A complete, realistic kiln-eval report (schema "kiln-eval/1", docs/evaluation_report_schema.md)
+"""A complete, realistic kiln-eval report (schema "kiln-eval/1", docs/reference/evaluation_report_schema.md)
 for the report renderer tests."""
 import statistics
 

@@ -1,5 +1,5 @@
 """Inference graphs run their 2-d convolutions channels-last
-(torch_kiln/compile/channels_last.py); training graphs keep the user's layout.
+(torch_kiln/compile/passes/channels_last.py); training graphs keep the user's layout.
 Results, and the strides the caller gets, are eager's."""
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""The kiln backend's own decompositions (torch_kiln/compile/decompositions.py):
+"""The kiln backend's own decompositions (torch_kiln/compile/passes/decompositions.py):
 max_pool2d_with_indices with non-overlapping windows as a scan over strided
 views, var_mean in two passes, _safe_softmax from the softmax's own maximum,
 and batch norm through PyTorch's decompositions. Each is compared with ATen's

@@ -1,4 +1,4 @@
-"""Compiled foreach ops and optimizer steps (compile/foreach.py).
+"""Compiled foreach ops and optimizer steps (compile/passes/foreach.py).
 
 Every foreach overload kiln decomposes is compiled with backend="kiln" and
 compared with the same op eager on the CPU, over lists that mix shapes,

@@ -1,6 +1,6 @@
 """Inference graphs fold eval-mode batch norm into the convolution before it,
 move a ReLU after the max pool reading it, and add a convolution's bias after
-the pool or ReLU reading it (torch_kiln/compile/inference_folding.py). Results match eager; the patterns that must not be
+the pool or ReLU reading it (torch_kiln/compile/passes/inference_folding.py). Results match eager; the patterns that must not be
 rewritten are left alone."""
 import pytest
 import torch

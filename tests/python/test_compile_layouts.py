@@ -1,5 +1,5 @@
 """Traced convolutions on kiln take the layouts Kiln's kernels give
-(compile/fake_convolution.py): channels-last stays channels-last. Fused kernels
+(fake_convolution.py): channels-last stays channels-last. Fused kernels
 iterate in the order most of their operands are laid out in."""
 import copy
 import os
@@ -119,7 +119,7 @@ def test_a_fused_kernel_iterates_along_the_dim_most_of_its_operands_are_contiguo
     # The CNN's last pool: four channels-last taps read, one NCHW result
     # written for the flatten. Iterating along the output's rows would gather
     # every tap 64 floats apart; along the channels the taps are read in order
-    # and only the result is written with a stride (compiled_path.md).
+    # and only the result is written with a stride (docs/design/compiled_path.md).
     launches = innermost_strides_of_fused_kernels(tmp_path, POOL_THEN_FLATTEN)
     scans = [innermost for innermost in launches if len(innermost) == 5]
     assert scans, launches

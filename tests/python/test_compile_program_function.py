@@ -1,5 +1,5 @@
 """Training graphs called through kiln's C++ autograd function
-(compile/program_function.py): after a graph's first forward and backward
+(compile/runtime/program_function.py): after a graph's first forward and backward
 through AOTAutograd's runtime, later calls skip it. Each test runs the
 compiled function a few times, so the calls after the first take the C++
 path, and compares with eager, or with the same graph kept on AOTAutograd's

@@ -1,5 +1,5 @@
 """Small mm and bmm in compiled inference graphs run as generated reductions
-(torch_kiln/compile/small_products.py); other products, and every product of
+(torch_kiln/compile/passes/small_products.py); other products, and every product of
 training graphs, stay MKL calls. Results are compared with the CPU."""
 import pytest
 import torch

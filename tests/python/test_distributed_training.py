@@ -216,7 +216,7 @@ def test_a_mismatched_collective_over_gloo_names_itself_by_default(capfd):
 def test_a_mismatched_collective_fails_clearly_under_distributed_debug():
     """PyTorch's collective fingerprint check (ProcessGroupWrapper) wraps the
     kiln backend as it wraps Gloo and NCCL. Without it, Gloo aborts the
-    process on a size mismatch (docs/distributed.md)."""
+    process on a size mismatch (docs/design/distributed.md)."""
     for kind, expected in (("shape", ("TensorShape=[4]", "TensorShape=[8]")),
                            ("dtype", ("TensorDtypes=Float", "TensorDtypes=Long"))):
         results = run_ranks(mismatched_rank, 2, kind, timeout_seconds=TIMEOUT_SECONDS,

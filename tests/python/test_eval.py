@@ -40,7 +40,7 @@ def check_fields(section, fields, where):
 
 
 def check_complete_report(report, steps, warmup):
-    """Every field of docs/evaluation_report_schema.md, for a run where all went well."""
+    """Every field of docs/reference/evaluation_report_schema.md, for a run where all went well."""
     assert report["schema"] == "kiln-eval/1"
     check_fields(report["model"], {"name": str, "source": str, "parameters": int,
                                    "parameter_bytes": int, "has_loss": bool,
@@ -241,7 +241,7 @@ def test_the_evaluation_starts_no_openmp_team_on_kiln_threads():
     """The audited step compares backward ops on the CPU after the step, on the
     main thread: a CPU op on the autograd engine's kiln thread would start an
     OpenMP team there and slow the CPU reference of every later step
-    (docs/library_path.md). A team inherits its starter's thread name."""
+    (docs/design/library_path.md). A team inherits its starter's thread name."""
     script = (
         "import os, torch_kiln\n"
         "from torch_kiln.eval import evaluate, load_target\n"

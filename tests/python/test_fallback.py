@@ -10,7 +10,7 @@ from conftest import run_python
 
 def test_fallback_result_matches_cpu_and_is_tracked():
     torch_kiln.clear_op_tracking()
-    # Ops picked because Kiln does not lower them (histogram: see docs/operators.md).
+    # Ops picked because Kiln does not lower them (histogram: see docs/reference/operators.md).
     a = torch.rand(5, 3)
     hist, edges = torch.histogram(a.to("kiln"), bins=4)
     assert hist.device.type == "kiln" and edges.device.type == "kiln"

@@ -125,7 +125,7 @@ def test_large_library_calls_start_no_second_openmp_team(autograd_thread):
 # interpreter finalizes; it then cannot take the GIL, Python ends the thread
 # with pthread_exit, and the forced unwind through a noexcept frame aborts the
 # process (about 1 in 15 runs on a loaded 2-core machine, with or without
-# Kiln's changes; CUDA's device threads share the race). docs/configuration.md.
+# Kiln's changes; CUDA's device threads share the race). docs/reference/configuration.md.
 BACKWARD_THREAD_SCRIPT = r"""
 import os
 import sys

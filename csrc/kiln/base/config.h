@@ -3,7 +3,7 @@
 // The environment is read once, on the first call to config(); the result is a
 // process-wide snapshot. A few settings (fallback mode) may be changed later
 // through the setters, which is how the Python API overrides them. All methods
-// are thread-safe. docs/configuration.md lists every variable.
+// are thread-safe. docs/reference/configuration.md lists every variable.
 #pragma once
 
 #include <atomic>

@@ -3,7 +3,7 @@
 // An eager op asks lookup() for its kernel on every call (a shared-lock hash
 // lookup). On a miss it calls load() with a generator of the kernel's source;
 // the cache then tries the disk cache and compiles only when that misses.
-// docs/kernel_cache.md describes the layout on disk, the key, the locking and
+// docs/design/kernel_cache.md describes the layout on disk, the key, the locking and
 // the eviction.
 //
 // Thread-safety: every method may be called from several threads at once.

@@ -1,5 +1,5 @@
 // torch_kiln._C._Program: the compiled path's bindings. Converts the graph
-// description python/torch_kiln/graph_lowering.py builds from an FX graph into
+// description python/torch_kiln/compile/lowering/graph_lowering.py builds from an FX graph into
 // a ProgramDescription (IR graph, extern call stacks) and exposes Program.
 // torch::jit::toIValue (pybind_utils.h) converts the Python arguments of an
 // extern call with PyTorch's own rules; its header needs the full operator
@@ -191,7 +191,7 @@ c10::MemoryFormat memory_format_named(const std::string& name) {
   TORCH_CHECK(false, "kiln: unexpected tangent memory format '", name, "'");
 }
 
-// A ProgramFunctionSpec from the dict python/torch_kiln/compile/program_function.py
+// A ProgramFunctionSpec from the dict python/torch_kiln/compile/runtime/program_function.py
 // builds (its keys are the spec's field names; an inference graph's has no
 // backward and none of the fields after it).
 c10::intrusive_ptr<ProgramFunctionSpec> program_function_spec_from(const py::dict& description) {

@@ -20,7 +20,7 @@
 // (running_queued_work() is true meanwhile: library calls run on that thread
 // alone). The wait then costs no thread hand-off at either end; compiled
 // training steps, which end with the device's tail of work, took 2-13 % less
-// (docs/performance.md).
+// (docs/history/performance-log.md).
 //
 // Work run in a thread other than the worker (inline launches, a held region,
 // a takeover) runs inside the caller scope, when one is set: the torch layer

@@ -11,7 +11,7 @@
 // im2col-and-GEMM convolution (_slow_conv2d_forward), which has one, straight
 // into the device output. For the sizes that rule admits (see
 // writes_output_directly) that convolution is as fast as oneDNN or faster,
-// and the copy (about a tenth of the call) is gone (docs/performance.md).
+// and the copy (about a tenth of the call) is gone (docs/history/performance-log.md).
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/_slow_conv2d_forward.h>
 #include <ATen/ops/convolution_backward.h>
@@ -109,7 +109,7 @@ double convolution_flops(const at::Tensor& outer, const at::Tensor& weight) {
 // columns buffer of N * C_in * kH * kW * H_out * W_out elements (host memory,
 // outside the device's), copying runs of W_out elements (or C_in, channels
 // last) at a time; a 1x1 kernel with stride 1 and no padding needs no buffer.
-// Measured against oneDNN plus the copy (docs/performance.md), it was as fast
+// Measured against oneDNN plus the copy (docs/history/performance-log.md), it was as fast
 // or faster with up to 1 MiB of columns copied in runs of 16 elements or more;
 // shorter runs (the first layer of an image model in channels last) or larger
 // buffers, and oneDNN wins.

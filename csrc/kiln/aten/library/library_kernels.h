@@ -33,7 +33,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
 // Whether convolution() computes this 2-d convolution (not transposed)
 // straight into the output it allocates, in the layouts `input` and `weight`
 // have (sizes, strides and dtypes are all it reads: fake tensors do). For the
-// compiled path's choice of layouts (compile/channels_last.py).
+// compiled path's choice of layouts (compile/passes/channels_last.py).
 bool convolution_writes_output_directly(const at::Tensor& input, const at::Tensor& weight,
                                         c10::IntArrayRef stride, c10::IntArrayRef padding,
                                         c10::IntArrayRef dilation, int64_t groups);

@@ -6,7 +6,7 @@
 // team, beside Kiln's own thread pool. MKL splits even a 64x64 matmul across
 // the team, and waking a team member that sleeps, or whose core is taken by
 // another team, costs 40 to 100 microseconds: a 64x32 addmm took 45-70 us on
-// kiln against 6 us on the CPU (2-core VM; docs/performance.md).
+// kiln against 6 us on the CPU (2-core VM; docs/history/performance-log.md).
 //
 // A LibraryThreadScope therefore runs small calls on the calling thread alone
 // (its OpenMP and MKL thread counts set to 1 for the call, thread-locally),
@@ -52,7 +52,7 @@ double matmul_flops(int64_t batches, int64_t m, int64_t k, int64_t n);
 // work in the worker's place (Stream::running_queued_work). Such work keeps
 // the worker's threading: run on the team, the team's threads then spin in
 // their barriers on the core the worker needs for the next launches
-// (compiled training steps took 0-20 % longer; docs/performance.md).
+// (compiled training steps took 0-20 % longer; docs/history/performance-log.md).
 bool on_initial_thread();
 
 // Calls function(context, begin, end) over pieces covering [0, total), each

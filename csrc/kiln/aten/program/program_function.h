@@ -6,8 +6,8 @@
 // prologues and epilogues around each (input mutations, aliased outputs,
 // tangent layouts, saved tensors). For a small model that wrapper costs about
 // as much as the programs: leaving it saved about 70 us of the bundled MLP's
-// compiled forward and as much of its backward (docs/performance.md). When a
-// graph needs none of the wrapper's rarer duties, the backend (python/torch_kiln/compile/program_function.py)
+// compiled forward and as much of its backward (docs/history/performance-log.md). When a
+// graph needs none of the wrapper's rarer duties, the backend (python/torch_kiln/compile/runtime/program_function.py)
 // describes the little it does need in a ProgramFunctionSpec, and this C++
 // autograd function does the same work: it runs the forward program, saves the
 // tensors the backward graph reads, marks outputs that need no gradient, and

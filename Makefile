@@ -40,9 +40,7 @@ bench: setup
 	$(PYTHON) bench/bench_compile.py --json $(BENCH_RESULTS)/compile.json
 	$(PYTHON) bench/bench_allreduce.py --json $(BENCH_RESULTS)/allreduce.json
 	$(PYTHON) bench/bench_ddp.py --json $(BENCH_RESULTS)/ddp.json
-ifneq ($(wildcard bench/bench_import.py),)
 	$(PYTHON) bench/bench_import.py --json $(BENCH_RESULTS)/import.json
-endif
 	@$(MAKE) --no-print-directory performance
 
 # Standard library only: needs no build.

@@ -4,16 +4,10 @@
 
 namespace kiln::torch_integration {
 
-void check_same_device(c10::Device expected, const at::Tensor& tensor, const char* op_name) {
-  if (tensor.device() == expected) {
-    return;
-  }
-  if (op_name != nullptr) {
-    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
-                "devices, ", expected, " and ", tensor.device(), "! (in ", op_name, ")");
-  }
+void raise_device_mismatch(c10::Device expected, c10::Device found, const char* op_name) {
   TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
-              "devices, ", expected, " and ", tensor.device(), "!");
+              "devices, ", expected, " and ", found, "!",
+              op_name != nullptr ? c10::str(" (in ", op_name, ")") : std::string());
 }
 
 void check_same_device(std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {

@@ -14,10 +14,17 @@
 
 namespace kiln::torch_integration {
 
-// Raises unless `tensor` is on `expected`. `op_name`, when given, is named at
-// the end of the message: "... kiln:0 and cpu! (in aten::mm)".
-void check_same_device(c10::Device expected, const at::Tensor& tensor,
-                       const char* op_name = nullptr);
+// Raises the device-mismatch RuntimeError for `found` against `expected`.
+// `op_name`, when given, is named at the end: "... kiln:0 and cpu! (in aten::mm)".
+[[noreturn]] void raise_device_mismatch(c10::Device expected, c10::Device found,
+                                        const char* op_name = nullptr);
+
+// Raises unless `tensor` is on `expected`. Inline: it runs for every operand
+// of every op, and the comparison is all a passing call costs.
+inline void check_same_device(c10::Device expected, const at::Tensor& tensor,
+                              const char* op_name = nullptr) {
+  if (tensor.device() != expected) raise_device_mismatch(expected, tensor.device(), op_name);
+}
 
 // Raises unless every defined tensor of `tensors` is on the first defined
 // one's device; undefined tensors (absent optional arguments) are skipped.

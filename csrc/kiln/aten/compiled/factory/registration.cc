@@ -5,13 +5,9 @@
 
 #include "kiln/aten/compiled/factory/factory_ops.h"
 #include "kiln/aten/compiled/factory/random_ops.h"
+#include "kiln/aten/compiled/registration_rows.h"
 
 namespace kiln::torch_integration {
-
-#define KILN_IMPL_UNARY(m, name)                             \
-  m.impl(#name, TORCH_FN(compiled::name));                   \
-  m.impl(#name "_", TORCH_FN(compiled::name##_));            \
-  m.impl(#name ".out", TORCH_FN(compiled::name##_out));
 
 // Factories: the out= forms are what the composites (arange, linspace, eye)
 // reach; fill_ is native (native/fill.cc), with a compiled kernel for strided
@@ -46,7 +42,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal.Tensor_Tensor_out", TORCH_FN(compiled::normal_tensor_tensor_out));
   m.impl("native_dropout_backward", TORCH_FN(compiled::native_dropout_backward));
 }
-
-#undef KILN_IMPL_UNARY
 
 }  // namespace kiln::torch_integration

@@ -98,16 +98,15 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
     if (step_bytes(*best) < step_bytes(dims.front())) std::rotate(dims.begin(), best, best + 1);
   }
   coalesce_dims(dims, operands);
-  std::vector<KernelDim>& merged = dims;
-  if (merged.empty()) merged.push_back(KernelDim{});
-  const int kernel_rank = static_cast<int>(merged.size());
+  if (dims.empty()) dims.push_back(KernelDim{});
+  const int kernel_rank = static_cast<int>(dims.size());
   TORCH_CHECK(kernel_rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
               ir::kMaxRank, " dims after merging, got ", kernel_rank);
 
   std::vector<int> kernel_dim_of(rank, -1);
   LaunchArgs args{};
   for (int dim = 0; dim < kernel_rank; ++dim) {
-    const KernelDim& entry = merged[dim];
+    const KernelDim& entry = dims[dim];
     if (entry.logical >= 0) kernel_dim_of[entry.logical] = dim;
     args.sizes[dim] = entry.size;
     for (int index = 0; index < operands; ++index) args.strides[index][dim] = entry.strides[index];
@@ -126,7 +125,7 @@ void launch_elementwise(const char* op_name, std::string_view op_key,
   for (int index = 0; index < operands; ++index) {
     const at::Tensor& tensor = operand(index);
     ir::DType dtype = require_ir_dtype(tensor.scalar_type(), op_name);
-    ir::Layout layout = layout_class(merged[0].strides[index], merged[0].size);
+    ir::Layout layout = layout_class(dims[0].strides[index], dims[0].size);
     dtypes.push_back(dtype);
     layouts.push_back(layout);
     args.data[index] = kernel_data(tensor, op_name);

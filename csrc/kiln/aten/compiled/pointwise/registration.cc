@@ -17,26 +17,9 @@
 #include "kiln/aten/compiled/pointwise/ternary_ops.h"
 #include "kiln/aten/compiled/pointwise/unary_extra_ops.h"
 #include "kiln/aten/compiled/pointwise/unary_ops.h"
+#include "kiln/aten/compiled/registration_rows.h"
 
 namespace kiln::torch_integration {
-
-#define KILN_IMPL_BINARY(m, name, functional, inplace, out) \
-  m.impl(functional, TORCH_FN(compiled::name));             \
-  m.impl(inplace, TORCH_FN(compiled::name##_));             \
-  m.impl(out, TORCH_FN(compiled::name##_out));
-#define KILN_IMPL_UNARY(m, name)                             \
-  m.impl(#name, TORCH_FN(compiled::name));                   \
-  m.impl(#name "_", TORCH_FN(compiled::name##_));            \
-  m.impl(#name ".out", TORCH_FN(compiled::name##_out));
-#define KILN_IMPL_BACKWARD(m, name, out)            \
-  m.impl(#name, TORCH_FN(compiled::name));          \
-  m.impl(out, TORCH_FN(compiled::name##_out));
-#define KILN_IMPL_SPECIAL(m, name)                       \
-  m.impl(#name, TORCH_FN(compiled::name));               \
-  m.impl(#name ".out", TORCH_FN(compiled::name##_out));
-#define KILN_IMPL_SPECIAL_IN_PLACE(m, name)              \
-  KILN_IMPL_SPECIAL(m, name)                             \
-  m.impl(#name "_", TORCH_FN(compiled::name##_));
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   KILN_IMPL_BINARY(m, add, "add.Tensor", "add_.Tensor", "add.out")
@@ -288,42 +271,42 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 // special_erfinv, ...) are composites over these, and polygamma_ calls
 // polygamma.out, so they are left alone.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  KILN_IMPL_SPECIAL_IN_PLACE(m, digamma)
-  KILN_IMPL_SPECIAL_IN_PLACE(m, erfinv)
-  KILN_IMPL_SPECIAL_IN_PLACE(m, i0)
-  KILN_IMPL_SPECIAL(m, special_i0e)
-  KILN_IMPL_SPECIAL(m, special_i1)
-  KILN_IMPL_SPECIAL(m, special_i1e)
-  KILN_IMPL_SPECIAL(m, special_ndtri)
-  KILN_IMPL_SPECIAL(m, special_log_ndtr)
-  KILN_IMPL_SPECIAL(m, special_erfcx)
-  KILN_IMPL_SPECIAL(m, special_bessel_j0)
-  KILN_IMPL_SPECIAL(m, special_bessel_j1)
-  KILN_IMPL_SPECIAL(m, special_bessel_y0)
-  KILN_IMPL_SPECIAL(m, special_bessel_y1)
-  KILN_IMPL_SPECIAL(m, special_modified_bessel_i0)
-  KILN_IMPL_SPECIAL(m, special_modified_bessel_i1)
-  KILN_IMPL_SPECIAL(m, special_modified_bessel_k0)
-  KILN_IMPL_SPECIAL(m, special_modified_bessel_k1)
-  KILN_IMPL_SPECIAL(m, special_scaled_modified_bessel_k0)
-  KILN_IMPL_SPECIAL(m, special_scaled_modified_bessel_k1)
-  KILN_IMPL_SPECIAL(m, special_spherical_bessel_j0)
-  KILN_IMPL_SPECIAL(m, special_airy_ai)
-  KILN_IMPL_SPECIAL(m, special_zeta)
-  KILN_IMPL_SPECIAL_IN_PLACE(m, igamma)
-  KILN_IMPL_SPECIAL_IN_PLACE(m, igammac)
-  KILN_IMPL_SPECIAL(m, special_chebyshev_polynomial_t)
-  KILN_IMPL_SPECIAL(m, special_chebyshev_polynomial_u)
-  KILN_IMPL_SPECIAL(m, special_chebyshev_polynomial_v)
-  KILN_IMPL_SPECIAL(m, special_chebyshev_polynomial_w)
-  KILN_IMPL_SPECIAL(m, special_shifted_chebyshev_polynomial_t)
-  KILN_IMPL_SPECIAL(m, special_shifted_chebyshev_polynomial_u)
-  KILN_IMPL_SPECIAL(m, special_shifted_chebyshev_polynomial_v)
-  KILN_IMPL_SPECIAL(m, special_shifted_chebyshev_polynomial_w)
-  KILN_IMPL_SPECIAL(m, special_hermite_polynomial_h)
-  KILN_IMPL_SPECIAL(m, special_hermite_polynomial_he)
-  KILN_IMPL_SPECIAL(m, special_laguerre_polynomial_l)
-  KILN_IMPL_SPECIAL(m, special_legendre_polynomial_p)
+  KILN_IMPL_UNARY(m, digamma)
+  KILN_IMPL_UNARY(m, erfinv)
+  KILN_IMPL_UNARY(m, i0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_i0e)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_i1)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_i1e)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_ndtri)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_log_ndtr)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_erfcx)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_bessel_j0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_bessel_j1)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_bessel_y0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_bessel_y1)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_modified_bessel_i0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_modified_bessel_i1)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_modified_bessel_k0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_modified_bessel_k1)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_scaled_modified_bessel_k0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_scaled_modified_bessel_k1)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_spherical_bessel_j0)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_airy_ai)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_zeta)
+  KILN_IMPL_UNARY(m, igamma)
+  KILN_IMPL_UNARY(m, igammac)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_chebyshev_polynomial_t)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_chebyshev_polynomial_u)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_chebyshev_polynomial_v)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_chebyshev_polynomial_w)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_shifted_chebyshev_polynomial_t)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_shifted_chebyshev_polynomial_u)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_shifted_chebyshev_polynomial_v)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_shifted_chebyshev_polynomial_w)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_hermite_polynomial_h)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_hermite_polynomial_he)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_laguerre_polynomial_l)
+  KILN_IMPL_FUNCTIONAL_OUT(m, special_legendre_polynomial_p)
   m.impl("polygamma", TORCH_FN(compiled::polygamma));
   m.impl("polygamma.out", TORCH_FN(compiled::polygamma_out));
 }
@@ -333,11 +316,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("conj_physical.out", TORCH_FN(compiled::conj_physical_out));
   m.impl("conj_physical_", TORCH_FN(compiled::conj_physical_));
 }
-
-#undef KILN_IMPL_BINARY
-#undef KILN_IMPL_UNARY
-#undef KILN_IMPL_BACKWARD
-#undef KILN_IMPL_SPECIAL
-#undef KILN_IMPL_SPECIAL_IN_PLACE
 
 }  // namespace kiln::torch_integration

@@ -136,6 +136,34 @@ TEST(ThreadPoolTest, BackToBackJobsRunEachPieceOnceBeforeReturning) {
   EXPECT_GT(jobs, 1000);
 }
 
+// torch.set_num_threads(n) caps a library call's split: at most n threads,
+// the caller included, take pieces, however many workers the pool has.
+TEST(ThreadPoolTest, AtMostMaxThreadsTakePart) {
+  ThreadPool pool(3);
+  struct Seen {
+    std::mutex mutex;
+    std::vector<std::thread::id> threads;
+    int64_t covered = 0;
+  } seen;
+  auto record = [](void* context, int64_t begin, int64_t end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // every worker has time to join
+    auto* state = static_cast<Seen*>(context);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->threads.push_back(std::this_thread::get_id());
+    state->covered += end - begin;
+  };
+  for (int max_threads : {1, 2, 3}) {
+    seen.threads.clear();
+    seen.covered = 0;
+    pool.parallel_for(64, 1, record, &seen, max_threads);
+    EXPECT_EQ(seen.covered, 64);
+    std::sort(seen.threads.begin(), seen.threads.end());
+    const auto distinct = std::unique(seen.threads.begin(), seen.threads.end()) - seen.threads.begin();
+    EXPECT_LE(distinct, max_threads);
+    if (max_threads == 1) EXPECT_EQ(seen.threads.front(), std::this_thread::get_id());
+  }
+}
+
 TEST(ThreadPoolTest, SmallWorkRunsInTheCaller) {
   ThreadPool pool(2);
   std::thread::id caller = std::this_thread::get_id(), ran;

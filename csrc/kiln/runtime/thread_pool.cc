@@ -77,14 +77,18 @@ void ThreadPool::work_loop() {
       seen = generation_;
       job = job_;
     }
-    run_pieces(*job);
+    // A job capped below the pool's size takes only its first `helpers`
+    // workers; the others go back to waiting for the next job.
+    if (job->joined.fetch_add(1) < job->helpers) run_pieces(*job);
   }
 }
 
-void ThreadPool::parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context) {
+void ThreadPool::parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context,
+                              int max_threads) {
   if (total <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t wanted = std::min<int64_t>(thread_count(), (total + grain - 1) / grain);
+  const int threads = max_threads > 0 ? std::min(max_threads, thread_count()) : thread_count();
+  int64_t wanted = std::min<int64_t>(threads, (total + grain - 1) / grain);
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (wanted <= 1 || workers_.empty() || !busy.owns_lock()) {
     function(context, 0, total);
@@ -100,6 +104,7 @@ void ThreadPool::parallel_for(int64_t total, int64_t grain, RangeFunction functi
   job->piece = std::max(grain, (total + wanted * kPiecesPerThread - 1) / (wanted * kPiecesPerThread));
   job->pieces = (total + job->piece - 1) / job->piece;
   job->pieces_left.store(job->pieces);
+  job->helpers = static_cast<int>(wanted) - 1;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = job;

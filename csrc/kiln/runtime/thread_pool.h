@@ -37,7 +37,11 @@ class ThreadPool {
 
   // Calls function(context, begin, end) over pieces covering [0, total), each
   // at least `grain` long (except the last), and returns when all have run.
-  void parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context);
+  // At most `max_threads` threads take part (the caller included; 0 or more
+  // than thread_count(): all of them), as PyTorch's kernels use at most
+  // torch.get_num_threads().
+  void parallel_for(int64_t total, int64_t grain, RangeFunction function, void* context,
+                    int max_threads = 0);
 
   // Sends workers that are polling for the next launch to sleep now. Called
   // before work that brings its own threads (PyTorch's CPU kernels on the
@@ -56,6 +60,8 @@ class ThreadPool {
     int64_t total = 0;
     int64_t piece = 0;  // positions per piece
     int64_t pieces = 0;
+    int helpers = 0;  // workers that may take pieces, besides the caller
+    std::atomic<int> joined{0};  // workers that took part so far
     std::atomic<int64_t> next_piece{0};
     std::atomic<int64_t> pieces_left{0};
   };

@@ -147,6 +147,153 @@ bool writes_output_directly(const at::Tensor& input, const at::Tensor& weight, c
          columns * static_cast<int64_t>(input.element_size()) <= kDirectColumnsBytes;
 }
 
+// One forward convolution on host tensors: straight into `output` (see
+// writes_output_directly), or into a new tensor copied there.
+void run_forward(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                 at::Tensor output, const ConvolutionArguments& arguments, bool direct) {
+  if (direct) {
+    at::_slow_conv2d_forward_out(output, input, weight, {weight.size(2), weight.size(3)}, bias,
+                                 arguments.stride, arguments.padding);
+    return;
+  }
+  output.copy_(at::convolution(input, weight, bias, arguments.stride, arguments.padding, arguments.dilation,
+                               arguments.transposed, arguments.output_padding, arguments.groups));
+}
+
+// Whether each sample's result depends on that sample alone: a batched
+// input (the output has the input's rank), so the batch can be cut.
+bool has_batch(const at::Tensor& input, const at::Tensor& output) {
+  return input.dim() >= 3 && output.dim() == input.dim();
+}
+
+// Whether output channels (forward, weight gradient) or input channels (input
+// gradient) can be cut: one group, not transposed, so each channel's result
+// reads one slice of the weight.
+bool can_cut_channels(const ConvolutionArguments& arguments) {
+  return arguments.groups == 1 && !arguments.transposed;
+}
+
+// The forward over `threads` of Kiln's pool threads: blocks of the batch, one
+// convolution each, or with fewer samples than threads, blocks of output
+// channels. A sample's (or channel's) result is computed by the same kernel
+// whichever block holds it.
+void run_forward_split(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                       const at::Tensor& output, const ConvolutionArguments& arguments, bool direct,
+                       int threads) {
+  const int64_t batch = input.size(0);
+  if (batch >= threads || !can_cut_channels(arguments)) {
+    const int64_t blocks = std::min<int64_t>(batch, threads);
+    split_tasks(blocks, threads, [&](int64_t task) {
+      const BlockRange samples = block_range(batch, blocks, 1, task);
+      const int64_t length = samples.end - samples.begin;
+      if (length == 0) return;
+      run_forward(input.narrow(0, samples.begin, length), weight, bias, output.narrow(0, samples.begin, length),
+                  arguments, direct);
+    });
+    return;
+  }
+  const int64_t channels = weight.size(0);
+  const int64_t blocks = std::min<int64_t>(channels, threads);
+  split_tasks(blocks, threads, [&](int64_t task) {
+    const BlockRange part = block_range(channels, blocks, 1, task);
+    const int64_t length = part.end - part.begin;
+    if (length == 0) return;
+    std::optional<at::Tensor> bias_part;
+    if (bias.has_value()) bias_part = bias->narrow(0, part.begin, length);
+    run_forward(input, weight.narrow(0, part.begin, length), bias_part, output.narrow(1, part.begin, length),
+                arguments, false);  // a channel block of the output is not dense: computed, then copied
+  });
+}
+
+// The host aliases of a backward call; a gradient not asked for is undefined.
+struct BackwardOperands {
+  at::Tensor grad_output, input, weight;
+  at::Tensor grad_input, grad_weight, grad_bias;
+};
+
+// PyTorch's CPU convolution_backward for the input or weight gradient (one
+// of `mask`) of these operands, copied into `target`.
+void store_gradient(const at::Tensor& target, const at::Tensor& grad_output, const at::Tensor& input,
+                    const at::Tensor& weight, const ConvolutionArguments& arguments, bool input_gradient) {
+  auto gradients = at::convolution_backward(
+      grad_output, input, weight, std::nullopt, arguments.stride, arguments.padding, arguments.dilation,
+      arguments.transposed, arguments.output_padding, arguments.groups, {input_gradient, !input_gradient, false});
+  target.copy_(input_gradient ? std::get<0>(gradients) : std::get<1>(gradients));
+}
+
+// The bias gradient sums the output gradient over all but its channels.
+void store_bias_gradient(const BackwardOperands& operands) {
+  std::vector<int64_t> dims{0};
+  for (int64_t dim = 2; dim < operands.grad_output.dim(); ++dim) dims.push_back(dim);
+  at::Tensor target = operands.grad_bias;  // a handle: sum_out writes its memory
+  at::sum_out(target, operands.grad_output, dims);
+}
+
+void run_backward(const BackwardOperands& operands, const ConvolutionArguments& arguments) {
+  if (operands.grad_input.defined() || operands.grad_weight.defined()) {
+    // Without the bias: oneDNN's weight gradient with a bias costs more than
+    // without it plus the sum below (the CNN's first layer, one thread: 195
+    // against 172 us), and a bias gradient alone still computes the weight's.
+    auto [cpu_input, cpu_weight, unused] = at::convolution_backward(
+        operands.grad_output, operands.input, operands.weight, std::nullopt, arguments.stride,
+        arguments.padding, arguments.dilation, arguments.transposed, arguments.output_padding, arguments.groups,
+        {operands.grad_input.defined(), operands.grad_weight.defined(), false});
+    if (operands.grad_input.defined()) operands.grad_input.copy_(cpu_input);
+    if (operands.grad_weight.defined()) operands.grad_weight.copy_(cpu_weight);
+  }
+  if (operands.grad_bias.defined()) store_bias_gradient(operands);
+}
+
+// The backward over `threads` of Kiln's pool threads, as independent tasks:
+// the input gradient by blocks of the batch (or, with fewer samples than
+// threads, of input channels), the weight gradient by blocks of output
+// channels, and the bias gradient. Each block is the CPU kernel's own
+// computation of those elements.
+void run_backward_split(const BackwardOperands& operands, const ConvolutionArguments& arguments, int threads) {
+  const int64_t batch = operands.input.size(0);
+  const bool input_by_batch = batch >= threads || !can_cut_channels(arguments);
+  const int64_t input_extent = input_by_batch ? batch : operands.input.size(1);
+  const int64_t input_blocks =
+      operands.grad_input.defined() ? std::min<int64_t>(input_extent, threads) : 0;
+  const int64_t weight_blocks = !operands.grad_weight.defined() ? 0
+                                : can_cut_channels(arguments) ? std::min<int64_t>(operands.weight.size(0), threads)
+                                                              : 1;
+  const int64_t tasks = input_blocks + weight_blocks + (operands.grad_bias.defined() ? 1 : 0);
+  split_tasks(tasks, threads, [&](int64_t task) {
+    if (task < input_blocks) {
+      const BlockRange part = block_range(input_extent, input_blocks, 1, task);
+      const int64_t length = part.end - part.begin;
+      if (length == 0) return;
+      if (input_by_batch) {
+        store_gradient(operands.grad_input.narrow(0, part.begin, length),
+                       operands.grad_output.narrow(0, part.begin, length),
+                       operands.input.narrow(0, part.begin, length), operands.weight, arguments, true);
+      } else {
+        store_gradient(operands.grad_input.narrow(1, part.begin, length), operands.grad_output,
+                       operands.input.narrow(1, part.begin, length), operands.weight.narrow(1, part.begin, length),
+                       arguments, true);
+      }
+      return;
+    }
+    task -= input_blocks;
+    if (task < weight_blocks) {
+      if (weight_blocks == 1) {
+        store_gradient(operands.grad_weight, operands.grad_output, operands.input, operands.weight, arguments,
+                       false);
+        return;
+      }
+      const BlockRange part = block_range(operands.weight.size(0), weight_blocks, 1, task);
+      const int64_t length = part.end - part.begin;
+      if (length == 0) return;
+      store_gradient(operands.grad_weight.narrow(0, part.begin, length),
+                     operands.grad_output.narrow(1, part.begin, length), operands.input,
+                     operands.weight.narrow(0, part.begin, length), arguments, false);
+      return;
+    }
+    store_bias_gradient(operands);
+  });
+}
+
 }  // namespace
 
 bool convolution_writes_output_directly(const at::Tensor& input, const at::Tensor& weight,
@@ -204,19 +351,17 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   const bool small = is_small_library_call(convolution_flops(transposed ? input : output, weight),
                                            bytes);
   const bool direct = writes_output_directly(input, weight, output, arguments);
+  const int threads = launch_thread_count();
+  const bool batched = has_batch(input, output);
   check_status(stream_of(output).launch("aten::convolution", launch_bytes(small, bytes),
       [input = host_alias(input), weight = host_alias(weight), bias = alias_of(bias),
-       output = host_alias(output), arguments, keep_alive, small, direct]() mutable {
-        LibraryThreadScope threads(small);
-        if (direct) {
-          at::_slow_conv2d_forward_out(output, input, weight, {weight.size(2), weight.size(3)}, bias,
-                                       arguments.stride, arguments.padding);
+       output = host_alias(output), arguments, keep_alive, small, direct, threads, batched]() mutable {
+        if (batched && splits_over_pool(small, threads)) {
+          run_forward_split(input, weight, bias, output, arguments, direct, threads);
           return Status();
         }
-        at::Tensor result = at::convolution(
-            input, weight, bias, arguments.stride, arguments.padding, arguments.dilation,
-            arguments.transposed, arguments.output_padding, arguments.groups);
-        output.copy_(result);
+        LibraryThreadScope scope(small);
+        run_forward(input, weight, bias, output, arguments, direct);
         return Status();
       }));
   return output;
@@ -258,30 +403,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   // The input and weight gradients each cost about one forward.
   const bool small = is_small_library_call(
       2 * convolution_flops(transposed ? input : grad_output, weight), bytes);
+  BackwardOperands operands{host_alias(grad_output), host_alias(input), host_alias(weight),
+                            alias_if_used(grad_input), alias_if_used(grad_weight), alias_if_used(grad_bias)};
+  const int threads = launch_thread_count();
+  const bool batched = input.dim() >= 3 && grad_output.dim() == input.dim();
   check_status(stream_of(input).launch("aten::convolution_backward", launch_bytes(small, bytes),
-      [grad_output = host_alias(grad_output), input = host_alias(input),
-       weight = host_alias(weight), grad_input = alias_if_used(grad_input),
-       grad_weight = alias_if_used(grad_weight), grad_bias = alias_if_used(grad_bias),
-       arguments, output_mask, keep_alive, small]() mutable {
-        LibraryThreadScope threads(small);
-        if (grad_input.defined() || grad_weight.defined()) {
-          // Without the bias: oneDNN's weight gradient with a bias costs more
-          // than without it plus the sum below (the CNN's first layer, one
-          // thread: 195 against 172 us), and a bias gradient alone still
-          // computes the weight's.
-          auto [cpu_input, cpu_weight, unused] = at::convolution_backward(
-              grad_output, input, weight, std::nullopt, arguments.stride, arguments.padding,
-              arguments.dilation, arguments.transposed, arguments.output_padding, arguments.groups,
-              {output_mask[0], output_mask[1], false});
-          if (grad_input.defined()) grad_input.copy_(cpu_input);
-          if (grad_weight.defined()) grad_weight.copy_(cpu_weight);
+      [operands, arguments, keep_alive, small, threads, batched]() {
+        if (batched && splits_over_pool(small, threads)) {
+          run_backward_split(operands, arguments, threads);
+          return Status();
         }
-        if (grad_bias.defined()) {
-          // The bias gradient sums the output gradient over all but its channels.
-          std::vector<int64_t> dims{0};
-          for (int64_t dim = 2; dim < grad_output.dim(); ++dim) dims.push_back(dim);
-          at::sum_out(grad_bias, grad_output, dims);
-        }
+        LibraryThreadScope scope(small);
+        run_backward(operands, arguments);
         return Status();
       }));
   return {grad_input, grad_weight, grad_bias};

@@ -65,48 +65,99 @@ struct GemmCall {
   BlasOperand a_view, b_view;
   int64_t a_batch_stride = 0, b_batch_stride = 0, out_batch_stride = 0;
   int64_t out_leading = 1;
+  int64_t a_row_stride = 0;     // elements from one row of a to the next
+  int64_t b_column_stride = 0;  // elements from one column of b to the next
   int64_t bias_strides[3] = {0, 0, 0};  // batch, row, column: the bias broadcast to [batches, m, n]
   bool fill_bias = false;  // write the bias into out before each gemm
   double alpha = 1;
   double beta = 0;  // BLAS's: 0 unless out holds the bias when the gemm runs
 
-  // out[i, j] = bias[i, j] (broadcast): what ATen's addmm copies in before
-  // its gemm, whose beta then scales it.
+  // One gemm: rows [rows.begin, rows.end) and columns [columns.begin,
+  // columns.end) of one batch's output, from the same rows of a and columns
+  // of b. Each output element is the same dot product over k whichever
+  // block computes it.
+  struct Block {
+    int64_t batch;
+    BlockRange rows, columns;
+  };
+
+  // out[i, j] = bias[i, j] (broadcast) over a block: what ATen's addmm
+  // copies in before its gemm, whose beta then scales it.
   template <typename T>
-  void write_bias(const T* source, T* target) const {
-    for (int64_t i = 0; i < m; ++i) {
+  void write_bias(const T* source, T* target, int64_t rows, int64_t columns) const {
+    for (int64_t i = 0; i < rows; ++i) {
       const T* row = source + i * bias_strides[1];
       T* destination = target + i * out_leading;
       if (bias_strides[2] == 1) {
-        std::memcpy(destination, row, sizeof(T) * n);
+        std::memcpy(destination, row, sizeof(T) * columns);
       } else {
-        for (int64_t j = 0; j < n; ++j) destination[j] = row[j * bias_strides[2]];
+        for (int64_t j = 0; j < columns; ++j) destination[j] = row[j * bias_strides[2]];
       }
     }
   }
 
   // Row-major out = A B is column-major out^T = B^T A^T: B's view first.
   template <typename T, typename Gemm>
-  void run(Gemm gemm) const {
+  void run_block(Gemm gemm, const Block& block) const {
+    const int rows = static_cast<int>(block.rows.end - block.rows.begin);
+    const int columns = static_cast<int>(block.columns.end - block.columns.begin);
+    if (rows == 0 || columns == 0) return;
     const T typed_alpha = static_cast<T>(alpha);
     const T typed_beta = static_cast<T>(beta);
     const int lda = static_cast<int>(a_view.leading), ldb = static_cast<int>(b_view.leading);
     const int ldc = static_cast<int>(out_leading);
-    for (int64_t batch = 0; batch < batches; ++batch) {
-      T* target = static_cast<T*>(out_data) + batch * out_batch_stride;
-      if (fill_bias) write_bias<T>(static_cast<const T*>(bias_data) + batch * bias_strides[0], target);
-      gemm(&b_view.transpose, &a_view.transpose, &n, &m, &k, &typed_alpha,
-           static_cast<const T*>(b_data) + batch * b_batch_stride, &ldb,
-           static_cast<const T*>(a_data) + batch * a_batch_stride, &lda, &typed_beta, target, &ldc);
+    T* target = static_cast<T*>(out_data) + block.batch * out_batch_stride + block.rows.begin * out_leading +
+                block.columns.begin;
+    if (fill_bias) {
+      const T* source = static_cast<const T*>(bias_data) + block.batch * bias_strides[0] +
+                        block.rows.begin * bias_strides[1] + block.columns.begin * bias_strides[2];
+      write_bias<T>(source, target, rows, columns);
     }
+    gemm(&b_view.transpose, &a_view.transpose, &columns, &rows, &k, &typed_alpha,
+         static_cast<const T*>(b_data) + block.batch * b_batch_stride + block.columns.begin * b_column_stride,
+         &ldb, static_cast<const T*>(a_data) + block.batch * a_batch_stride + block.rows.begin * a_row_stride,
+         &lda, &typed_beta, target, &ldc);
   }
 
-  void operator()(bool small) const {
-    LibraryThreadScope threads(small);
+  template <typename T, typename Gemm>
+  void run_all(Gemm gemm) const {
+    for (int64_t batch = 0; batch < batches; ++batch) run_block<T>(gemm, {batch, {0, m}, {0, n}});
+  }
+
+  // Blocks for `threads` threads: whole matrices when the batch alone gives
+  // each thread two, else each matrix cut along its longer side (rows or
+  // columns) into blocks of at least kMinimumBlock, aligned to kBlockAlignment
+  // so BLAS's packed panels stay whole.
+  static constexpr int64_t kBlockAlignment = 16;
+  static constexpr int64_t kMinimumBlock = 32;
+
+  template <typename T, typename Gemm>
+  void run_split(Gemm gemm, int threads) const {
+    const int64_t wanted = 2 * static_cast<int64_t>(threads);
+    const bool by_rows = m >= n;
+    const int64_t extent = by_rows ? m : n;
+    const int64_t per_matrix = std::clamp<int64_t>((wanted + batches - 1) / batches, 1,
+                                                   std::max<int64_t>(1, extent / kMinimumBlock));
+    split_tasks(batches * per_matrix, threads, [&](int64_t task) {
+      const int64_t batch = task / per_matrix;
+      const BlockRange part = block_range(extent, per_matrix, kBlockAlignment, task % per_matrix);
+      const BlockRange whole_rows{0, m}, whole_columns{0, n};
+      run_block<T>(gemm, {batch, by_rows ? part : whole_rows, by_rows ? whole_columns : part});
+    });
+  }
+
+  template <typename T, typename Gemm>
+  void run(Gemm gemm, bool small, int threads) const {
+    if (splits_over_pool(small, threads)) return run_split<T>(gemm, threads);
+    LibraryThreadScope scope(small);
+    run_all<T>(gemm);
+  }
+
+  void operator()(bool small, int threads) const {
     if (dtype == at::kFloat) {
-      run<float>(sgemm_);
+      run<float>(sgemm_, small, threads);
     } else {
-      run<double>(dgemm_);
+      run<double>(dgemm_, small, threads);
     }
   }
 };
@@ -176,10 +227,13 @@ bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor&
   call.a_view = *a_view;
   call.b_view = *b_view;
   call.out_leading = out_view->leading;
+  call.a_row_stride = a.stride(rank - 2);
+  call.b_column_stride = b.stride(rank - 1);
   call.alpha = alpha;
   const size_t bytes = a.nbytes() + b.nbytes() + out.nbytes() + (bias != nullptr ? bias->nbytes() : 0);
-  check_status(stream_of(out).launch(name, launch_bytes(small, bytes), [call = std::move(call), small]() {
-    call(small);
+  const int threads = launch_thread_count();
+  check_status(stream_of(out).launch(name, launch_bytes(small, bytes), [call = std::move(call), small, threads]() {
+    call(small, threads);
     return Status();
   }));
   return true;

@@ -27,7 +27,10 @@ namespace kiln::torch_integration::library {
 // or whose matrices overlap, an empty dim, sizes beyond BLAS's 32-bit
 // integers, an output that shares memory with a or b, or no BLAS exported by
 // the process. `small`: the call runs on the calling thread alone
-// (library_threads.h).
+// (library_threads.h); a larger one on the stream's worker is cut into blocks
+// of output rows or columns (or whole matrices of a batch), one BLAS call
+// each, over Kiln's pool and as many threads as torch.get_num_threads() gave
+// the launching thread.
 bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias,
                         double beta, double alpha, const at::Tensor& out, bool small);
 

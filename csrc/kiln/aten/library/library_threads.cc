@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <exception>
+#include <mutex>
 
 #include "kiln/runtime/stream.h"
 #include "kiln/runtime/thread_pool.h"
@@ -72,6 +74,48 @@ bool on_initial_thread() {
   static const pid_t process = getpid();
   thread_local const bool initial = static_cast<pid_t>(syscall(SYS_gettid)) == process;
   return initial && !Stream::running_queued_work();
+}
+
+int launch_thread_count() { return at::get_num_threads(); }
+
+bool splits_over_pool(bool small, int threads) { return !small && threads > 1 && !on_initial_thread(); }
+
+namespace {
+
+struct SplitJob {
+  TaskFunction function;
+  void* context;
+  std::mutex mutex;
+  std::exception_ptr error;  // the first a task threw
+};
+
+void run_split_range(void* context, int64_t begin, int64_t end) {
+  auto* job = static_cast<SplitJob*>(context);
+  LibraryThreadScope one_thread(true);
+  for (int64_t task = begin; task < end; ++task) {
+    try {
+      job->function(job->context, task);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(job->mutex);
+      if (!job->error) job->error = std::current_exception();
+    }
+  }
+}
+
+}  // namespace
+
+void split_tasks(int64_t tasks, int threads, TaskFunction function, void* context) {
+  SplitJob job{function, context, {}, nullptr};
+  ThreadPool& pool = ThreadPool::instance();
+  pool.parallel_for(tasks, 1, &run_split_range, &job, threads);
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+BlockRange block_range(int64_t extent, int64_t blocks, int64_t alignment, int64_t block) {
+  int64_t length = (extent + blocks - 1) / blocks;
+  length = (length + alignment - 1) / alignment * alignment;
+  const int64_t begin = std::min(extent, block * length);
+  return {begin, std::min(extent, begin + length)};
 }
 
 LibraryThreadScope::LibraryThreadScope(bool small) : serial_(small || !on_initial_thread()) {

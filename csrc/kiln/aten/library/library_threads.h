@@ -67,6 +67,41 @@ bool on_initial_thread();
 using RangeFunction = void (*)(void* context, int64_t begin, int64_t end);
 bool parallel_for_on_openmp_team(int64_t total, int64_t grain, RangeFunction function, void* context);
 
+// The threads a library call launched now may use: torch.get_num_threads()
+// as the launching thread sees it (what the CPU's own kernel would use there).
+// Read at the launch, not where the work runs: the setting is per thread.
+int launch_thread_count();
+
+// Whether a queued library call runs split over Kiln's pool (split_tasks):
+// a call too large for one thread (not `small`), `threads` above 1, on a
+// thread other than the initial one. There it would otherwise run on one
+// thread (see above); the initial thread's calls use its OpenMP team instead.
+bool splits_over_pool(bool small, int threads);
+
+// Calls task(index) for every index in [0, tasks) on Kiln's thread pool, at
+// most `threads` threads taking part (the caller included), and returns when
+// all have run. Each task runs on one thread with its OpenMP and MKL thread
+// counts set to 1, so PyTorch's CPU kernels inside it start no OpenMP team on
+// Kiln's threads. Tasks must write disjoint memory. The first exception a task
+// throws is rethrown here, after every task ran or was skipped.
+using TaskFunction = void (*)(void* context, int64_t task);
+void split_tasks(int64_t tasks, int threads, TaskFunction function, void* context);
+
+template <typename Task>
+void split_tasks(int64_t tasks, int threads, const Task& task) {
+  split_tasks(tasks, threads,
+              [](void* context, int64_t index) { (*static_cast<const Task*>(context))(index); },
+              const_cast<void*>(static_cast<const void*>(&task)));
+}
+
+// [begin, end) of block `block` when `extent` positions are cut into
+// `blocks` blocks, each a multiple of `alignment` long but the last.
+struct BlockRange {
+  int64_t begin;
+  int64_t end;
+};
+BlockRange block_range(int64_t extent, int64_t blocks, int64_t alignment, int64_t block);
+
 // Set for the duration of one library call, on the thread that runs it.
 class LibraryThreadScope {
  public:

@@ -67,12 +67,44 @@ size_t bytes_touched(std::initializer_list<const at::Tensor*> tensors) {
   return bytes;
 }
 
+// Which dim of a product's output a split cuts: the batch of a batched
+// product, else its rows (blocks of whole rows stay dense, which oneDNN's
+// bfloat16 product needs to write them in place), else, for a product of
+// few rows, its columns.
+constexpr int64_t kMinimumRows = 16;
+
+int64_t split_dim(const at::Tensor& out, int threads) {
+  const int64_t rank = out.dim();
+  if (rank == 3 && out.size(0) >= threads) return 0;
+  const bool few_rows = out.size(rank - 2) < kMinimumRows * threads;
+  return few_rows && out.size(rank - 1) > out.size(rank - 2) ? rank - 1 : rank - 2;
+}
+
+// The operands of one block of the output along `dim`: a bias (expanded to
+// the output's shape) is cut with it; mat1 (batch1) follows the output's
+// batch and rows, mat2 (batch2) its batch and columns.
+std::vector<at::Tensor> block_operands(const std::vector<at::Tensor>& inputs, bool has_bias, const at::Tensor& out,
+                                       int64_t dim, int64_t begin, int64_t length) {
+  const int64_t rank = out.dim();
+  std::vector<at::Tensor> block;
+  size_t next = 0;
+  if (has_bias) block.push_back(inputs[next++].expand(out.sizes()).narrow(dim, begin, length));
+  const at::Tensor& first = inputs[next];
+  const at::Tensor& second = inputs[next + 1];
+  block.push_back(dim == rank - 1 ? first : first.narrow(dim, begin, length));
+  block.push_back(dim == rank - 2 ? second : second.narrow(dim, begin, length));
+  return block;
+}
+
 // Launches `call(out_alias, input_aliases)` on the output's stream, with
 // every tensor kept alive until it ran. The aliases are made here, at the
 // call: the caller may change a tensor's sizes or strides in place (t_())
-// before the work runs.
+// before the work runs. A large call on the stream's worker (bfloat16,
+// half, complex: products BLAS is not called for directly) is cut into
+// blocks of the output, one call each, over Kiln's pool (library_threads.h);
+// `has_bias`: inputs[0] is a bias broadcast to the output.
 template <typename Call>
-void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, size_t bytes,
+void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, bool has_bias, size_t bytes,
             double flops, Call call) {
   if (out.numel() == 0) return;
   std::vector<at::Tensor> aliases;
@@ -88,10 +120,27 @@ void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, s
   at::Tensor target = out;
   at::Tensor target_alias = host_alias(out);
   const bool small = is_small_library_call(flops, bytes);
+  const int threads = launch_thread_count();
   check_status(stream_of(out).launch(name, launch_bytes(small, bytes),
-                                     [target, target_alias, inputs, aliases, small, call]() mutable {
-    LibraryThreadScope threads(small);
-    call(target_alias, aliases);
+                                     [target, target_alias, inputs, aliases, small, threads, has_bias,
+                                      call]() mutable {
+    if (!splits_over_pool(small, threads)) {
+      LibraryThreadScope scope(small);
+      call(target_alias, aliases);
+      return Status();
+    }
+    const int64_t dim = split_dim(target_alias, threads);
+    const int64_t extent = target_alias.size(dim);
+    // One block a thread: each is a whole ATen call, with its own checks and
+    // oneDNN's set-up around the product.
+    const int64_t blocks = std::min<int64_t>(extent, threads);
+    split_tasks(blocks, threads, [&](int64_t task) {
+      const BlockRange part = block_range(extent, blocks, dim == 0 ? 1 : kMinimumRows, task);
+      const int64_t length = part.end - part.begin;
+      if (length == 0) return;
+      at::Tensor block = target_alias.narrow(dim, part.begin, length);
+      call(block, block_operands(aliases, has_bias, target_alias, dim, part.begin, length));
+    });
     return Status();
   }));
 }
@@ -109,7 +158,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   if (launch_direct_gemm("aten::mm.out", self, mat2, nullptr, 0, 1, out, is_small_library_call(flops, bytes))) {
     return out;
   }
-  launch("aten::mm.out", out, {self, mat2}, bytes, flops,
+  launch("aten::mm.out", out, {self, mat2}, false, bytes, flops,
          [](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::mm_out(result, in[0], in[1]);
          });
@@ -133,7 +182,7 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
                          is_small_library_call(flops, bytes))) {
     return out;
   }
-  launch("aten::addmm.out", out, {self, mat1, mat2}, bytes, flops,
+  launch("aten::addmm.out", out, {self, mat1, mat2}, true, bytes, flops,
          [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::addmm_out(result, in[0], in[1], in[2], beta, alpha);
          });
@@ -151,7 +200,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
   if (launch_direct_gemm("aten::bmm.out", self, mat2, nullptr, 0, 1, out, is_small_library_call(flops, bytes))) {
     return out;
   }
-  launch("aten::bmm.out", out, {self, mat2}, bytes, flops,
+  launch("aten::bmm.out", out, {self, mat2}, false, bytes, flops,
          [](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::bmm_out(result, in[0], in[1]);
          });
@@ -176,7 +225,7 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                          is_small_library_call(flops, bytes))) {
     return out;
   }
-  launch("aten::baddbmm.out", out, {self, batch1, batch2}, bytes, flops,
+  launch("aten::baddbmm.out", out, {self, batch1, batch2}, true, bytes, flops,
          [beta, alpha](at::Tensor& result, const std::vector<at::Tensor>& in) {
            at::baddbmm_out(result, in[0], in[1], in[2], beta, alpha);
          });

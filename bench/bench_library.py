@@ -1,0 +1,247 @@
+#!/usr/bin/env python
+"""Library-path ops (matrix products, convolutions) on kiln against the CPU's
+own kernel, each mode in its own process, at several thread counts.
+
+Every case is one op called over and over on the same inputs: a product
+(torch.mm, F.linear, torch.bmm) in float32 and bfloat16, or a convolution of
+ResNet-18 or ResNet-50 forward (F.conv2d) and backward
+(aten.convolution_backward, the op autograd calls). A measurement is the
+seconds per call of `calls` calls, each a new result, then a synchronize on
+kiln; a case's figure is the best of its measurements, which lowers the
+weight of another process taking a core for a while.
+
+Each (mode, thread count) runs in a fresh process with
+torch.set_num_threads(n) set first; the processes alternate cpu, kiln, cpu,
+kiln for --rounds rounds, and each case keeps its best time of the rounds.
+ratio = cpu time / kiln time (target: at least 0.95 for every case at every
+thread count, issue 32).
+
+    python bench/bench_library.py [--threads 1,2] [--cases mm,linear,bmm,conv]
+        [--dtypes float32,bfloat16] [--rounds 2] [--quick] [--json out.json]
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Matrix products (m, k, n): square from 64 to 4096, tall-skinny and wide,
+# and the projections of a 12-head transformer of width 768 over 4x128
+# tokens (qkv, attention output, MLP up and down).
+SQUARE = [64, 256, 512, 1024, 2048, 4096]
+SKINNY = [(64, 256, 512), (512, 1024, 256), (512, 256, 768), (4096, 256, 2048), (8192, 64, 256)]
+PROJECTIONS = [(512, 768, 2304), (512, 768, 768), (512, 768, 3072), (512, 3072, 768)]
+# Batched products (batches, m, k, n): attention scores and values of 4x12
+# heads over 128 tokens and 4x8 heads over 512 tokens.
+BATCHED = [(48, 128, 64, 128), (48, 128, 128, 64), (32, 512, 64, 512), (32, 512, 512, 64)]
+# Convolutions of ResNet-18 and ResNet-50 at 224x224 (batch, in, out,
+# kernel, stride, input size): one of each distinct layer shape.
+CONVOLUTIONS = {
+    "resnet18": [(4, 3, 64, 7, 2, 224), (4, 64, 64, 3, 1, 56), (4, 64, 128, 3, 2, 56),
+                 (4, 64, 128, 1, 2, 56), (4, 128, 128, 3, 1, 28), (4, 256, 256, 3, 1, 14),
+                 (4, 512, 512, 3, 1, 7)],
+    "resnet50": [(4, 64, 64, 1, 1, 56), (4, 64, 256, 1, 1, 56), (4, 256, 64, 1, 1, 56),
+                 (4, 256, 128, 1, 1, 56), (4, 128, 128, 3, 2, 56), (4, 128, 512, 1, 1, 28),
+                 (4, 1024, 256, 1, 1, 14), (4, 512, 512, 3, 2, 14), (4, 2048, 512, 1, 1, 7)],
+}
+QUICK_SQUARE = [64, 256]
+
+
+def cases(kinds, dtypes, quick):
+    """(name, kind, dtype, shape) for every case asked for."""
+    found = []
+    for dtype in dtypes:
+        if "mm" in kinds:
+            for size in (QUICK_SQUARE if quick else SQUARE):
+                found.append((f"mm {size}x{size}x{size} {dtype}", "mm", dtype, (size, size, size)))
+            for m, k, n in ([] if quick else SKINNY):
+                found.append((f"mm {m}x{k}x{n} {dtype}", "mm", dtype, (m, k, n)))
+        if "linear" in kinds:
+            for m, k, n in (PROJECTIONS[1:2] if quick else PROJECTIONS):
+                found.append((f"linear {m}x{k}->{n} {dtype}", "linear", dtype, (m, k, n)))
+        if "bmm" in kinds:
+            for shape in (BATCHED[:1] if quick else BATCHED):
+                found.append((f"bmm {'x'.join(map(str, shape))} {dtype}", "bmm", dtype, shape))
+    if "conv" in kinds:
+        for model, layers in CONVOLUTIONS.items():
+            for shape in (layers[1:2] if quick else layers):
+                batch, channels, out, kernel, stride, size = shape
+                label = f"{model} {channels}->{out} k{kernel} s{stride} @{size}"
+                found.append((f"conv forward {label}", "conv_forward", "float32", shape))
+                found.append((f"conv backward {label}", "conv_backward", "float32", shape))
+    return found
+
+
+# ------------------------------------------------------------------ one mode
+
+def make_call(kind, dtype, shape, device):
+    """A function that runs the case's op once on `device`, returning its result."""
+    import torch
+    import torch.nn.functional as functional
+    generator = torch.Generator().manual_seed(0)
+    element = getattr(torch, dtype)
+
+    def random(*sizes):
+        return torch.randn(*sizes, generator=generator).to(element).to(device)
+
+    if kind == "mm":
+        m, k, n = shape
+        a, b = random(m, k), random(k, n)
+        return lambda: torch.mm(a, b)
+    if kind == "linear":
+        m, k, n = shape
+        x, weight, bias = random(m, k), random(n, k), random(n)
+        return lambda: functional.linear(x, weight, bias)
+    if kind == "bmm":
+        batches, m, k, n = shape
+        a, b = random(batches, m, k), random(batches, k, n)
+        return lambda: torch.bmm(a, b)
+    batch, channels, out, kernel, stride, size = shape
+    images, weight = random(batch, channels, size, size), random(out, channels, kernel, kernel)
+    padding = kernel // 2
+    if kind == "conv_forward":
+        return lambda: functional.conv2d(images, weight, stride=stride, padding=padding)
+    grad_output = torch.ones_like(functional.conv2d(images, weight, stride=stride, padding=padding))
+    return lambda: torch.ops.aten.convolution_backward(
+        grad_output, images, weight, [0], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
+        [True, True, False])
+
+
+def flops(kind, shape):
+    if kind in ("mm", "linear"):
+        m, k, n = shape
+        return 2 * m * k * n
+    if kind == "bmm":
+        batches, m, k, n = shape
+        return 2 * batches * m * k * n
+    batch, channels, out, kernel, stride, size = shape
+    side = (size + 2 * (kernel // 2) - kernel) // stride + 1
+    forward = 2 * batch * out * side * side * channels * kernel * kernel
+    return forward if kind == "conv_forward" else 2 * forward
+
+
+def measure(call, synchronize, target_seconds, measurements):
+    """Best seconds per call over `measurements` runs of about target_seconds each."""
+    call()
+    synchronize()
+    start = time.perf_counter()
+    call()
+    synchronize()
+    single = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, min(1000, int(target_seconds / single)))
+    best = math.inf
+    for _ in range(measurements):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        synchronize()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best, calls
+
+
+def run_mode(device, threads, selected, target_seconds, measurements):
+    """Runs in the child process: every case on one device; prints JSON."""
+    import torch
+    torch.set_num_threads(threads)
+    if device == "kiln":
+        import torch_kiln  # noqa: F401 (autoload may be off)
+        synchronize = torch.kiln.synchronize
+    else:
+        def synchronize():
+            pass
+    figures = {}
+    for name, kind, dtype, shape in selected:
+        call = make_call(kind, dtype, shape, device)
+        seconds, calls = measure(call, synchronize, target_seconds, measurements)
+        figures[name] = {"seconds": seconds, "calls": calls}
+        del call
+    fallbacks = []
+    if device == "kiln":
+        import torch_kiln
+        fallbacks = sorted(torch_kiln.get_fallback_ops())
+    print(json.dumps({"figures": figures, "fallback_ops": fallbacks, "threads": torch.get_num_threads()}))
+
+
+# ------------------------------------------------------------------- parent
+
+def child(device, threads, args):
+    command = [sys.executable, os.path.abspath(__file__), "--child", device, "--threads", str(threads),
+               "--cases", args.cases, "--dtypes", args.dtypes, "--seconds", str(args.seconds),
+               "--measurements", str(args.measurements)] + (["--quick"] if args.quick else [])
+    env = dict(os.environ, KILN_FALLBACK="silent")
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{device} with {threads} threads failed:\n{completed.stderr[-4000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def thread_counts(text):
+    counts = []
+    for part in text.split(","):
+        count = os.cpu_count() if part == "all" else int(part)
+        if count not in counts:
+            counts.append(count)
+    return counts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="1,2,all", help="thread counts; 'all' is os.cpu_count()")
+    parser.add_argument("--cases", default="mm,linear,bmm,conv")
+    parser.add_argument("--dtypes", default="float32,bfloat16", help="of the products")
+    parser.add_argument("--rounds", type=int, default=2, help="cpu, kiln process pairs per thread count")
+    parser.add_argument("--seconds", type=float, default=0.15, help="target length of one measurement")
+    parser.add_argument("--measurements", type=int, default=3, help="per case and process")
+    parser.add_argument("--quick", action="store_true", help="a few small cases (for tests)")
+    parser.add_argument("--json", help="write the figures here as JSON")
+    parser.add_argument("--child", choices=["cpu", "kiln"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    selected = cases(args.cases.split(","), args.dtypes.split(","), args.quick)
+    if args.child:
+        run_mode(args.child, int(args.threads), selected, args.seconds, args.measurements)
+        return
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_kiln  # noqa: F401 (run_info names the kiln build)
+    from run_info import header
+    lines = header(sys.argv)
+    print("\n".join(lines))
+    results = {}
+    for threads in thread_counts(args.threads):
+        best = {"cpu": {}, "kiln": {}}
+        fallbacks = set()
+        for _ in range(args.rounds):
+            for device in ("cpu", "kiln"):
+                output = child(device, threads, args)
+                fallbacks.update(output["fallback_ops"])
+                for name, figure in output["figures"].items():
+                    previous = best[device].get(name)
+                    if previous is None or figure["seconds"] < previous:
+                        best[device][name] = figure["seconds"]
+        print(f"\n{threads} thread{'s' if threads > 1 else ''}: seconds per call, best of "
+              f"{args.rounds} processes per mode; ratio = cpu / kiln (target >= 0.95)")
+        print(f"{'case':<52}{'cpu ms':>10}{'kiln ms':>10}{'ratio':>8}{'cpu GFLOP/s':>13}")
+        rows = {}
+        for name, kind, dtype, shape in selected:
+            cpu, kiln = best["cpu"][name], best["kiln"][name]
+            rows[name] = {"kind": kind, "dtype": dtype, "shape": list(shape), "cpu_s": cpu, "kiln_s": kiln,
+                          "ratio": cpu / kiln, "flops": flops(kind, shape)}
+            print(f"{name:<52}{cpu * 1e3:>10.3f}{kiln * 1e3:>10.3f}{cpu / kiln:>8.2f}"
+                  f"{flops(kind, shape) / cpu / 1e9:>13.1f}")
+        ratios = [row["ratio"] for row in rows.values()]
+        geometric = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"geometric mean {geometric:.2f}x, lowest {min(ratios):.2f}x"
+              + (f"; kiln fell back on {sorted(fallbacks)}" if fallbacks else ""))
+        results[str(threads)] = {"cases": rows, "geometric_mean": geometric, "lowest": min(ratios),
+                                 "fallback_ops": sorted(fallbacks)}
+    if args.json:
+        with open(args.json, "w") as output:
+            json.dump({"header": lines, "args": vars(args), "results": results}, output, indent=2)
+
+
+if __name__ == "__main__":
+    main()

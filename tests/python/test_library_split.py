@@ -1,0 +1,113 @@
+"""Large library calls on the stream's worker are cut into blocks over Kiln's
+pool (library_threads.h: products by batch, rows or columns; convolutions by
+batch or channels), as many threads as torch.get_num_threads() says. Each
+block is the CPU kernel's own computation of its elements: results match the
+CPU's, in every layout, with a bias, in place, and with one thread."""
+import pytest
+import torch
+import torch.nn.functional as functional
+
+# Sizes past the small-call limit (2 MFLOP and 256 KiB), so the work is queued
+# on the worker and split.
+PRODUCTS = [(300, 200, 500), (700, 96, 64), (48, 160, 900), (1, 1024, 4096)]
+TOLERANCE = {torch.float32: dict(atol=2e-4, rtol=2e-4), torch.float64: {},
+             torch.bfloat16: dict(atol=0.5, rtol=2e-2), torch.complex64: dict(atol=2e-4, rtol=2e-4)}
+
+
+def random(*sizes, dtype=torch.float32, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*sizes, generator=generator, dtype=torch.float64).to(dtype)
+
+
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+def check(kiln_result, cpu_result, dtype):
+    torch.kiln.synchronize()
+    torch.testing.assert_close(kiln_result.cpu(), cpu_result, **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", list(TOLERANCE), ids=str)
+@pytest.mark.parametrize("m,k,n", PRODUCTS)
+def test_products_match_the_cpu(threads, dtype, m, k, n):
+    a, b, bias = random(m, k, dtype=dtype), random(k, n, dtype=dtype, seed=1), random(n, dtype=dtype, seed=2)
+    device = [x.to("kiln") for x in (a, b, bias)]
+    check(torch.mm(device[0], device[1]), torch.mm(a, b), dtype)
+    check(torch.addmm(device[2], device[0], device[1], beta=0.5, alpha=2),
+          torch.addmm(bias, a, b, beta=0.5, alpha=2), dtype)
+    # Transposed operands (a linear layer's weight) and a strided output.
+    check(functional.linear(device[0], device[1].t(), device[2]), functional.linear(a, b.t(), bias), dtype)
+    check(torch.mm(device[0].t().contiguous().t(), device[1].t().contiguous().t()), torch.mm(a, b), dtype)
+    out = torch.empty(n, m, dtype=dtype, device="kiln").t()
+    torch.mm(device[0], device[1], out=out)
+    check(out, torch.mm(a, b), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_in_place_addmm_matches_the_cpu(threads, dtype):
+    a, b, c = random(256, 300, dtype=dtype), random(300, 400, dtype=dtype, seed=1), random(256, 400, dtype=dtype, seed=2)
+    device = c.to("kiln")
+    device.addmm_(a.to("kiln"), b.to("kiln"), beta=0.25)
+    check(device, c.clone().addmm_(a, b, beta=0.25), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("batches,m,k,n", [(1, 400, 64, 300), (3, 128, 256, 200), (24, 64, 64, 96)])
+def test_batched_products_match_the_cpu(threads, dtype, batches, m, k, n):
+    a, b = random(batches, m, k, dtype=dtype), random(batches, k, n, dtype=dtype, seed=1)
+    bias = random(m, 1, dtype=dtype, seed=2)
+    check(torch.bmm(a.to("kiln"), b.to("kiln")), torch.bmm(a, b), dtype)
+    check(torch.baddbmm(bias.to("kiln"), a.to("kiln"), b.to("kiln"), alpha=0.5),
+          torch.baddbmm(bias, a, b, alpha=0.5), dtype)
+
+
+CONVOLUTIONS = {
+    # name: (input sizes, weight sizes, keyword arguments)
+    "3x3": ((4, 16, 20, 20), (32, 16, 3, 3), dict(padding=1)),
+    "3x3-batch-1": ((1, 32, 24, 24), (48, 32, 3, 3), dict(padding=1)),
+    "1x1-stride-2": ((3, 64, 24, 24), (96, 64, 1, 1), dict(stride=2)),
+    "7x7-first-layer": ((2, 3, 64, 64), (16, 3, 7, 7), dict(stride=2, padding=3)),
+    "grouped": ((4, 32, 16, 16), (32, 8, 3, 3), dict(padding=1, groups=4)),
+    "dilated-1d": ((5, 24, 300), (40, 24, 5), dict(dilation=2)),
+}
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels-last"])
+@pytest.mark.parametrize("name", sorted(CONVOLUTIONS))
+def test_convolutions_forward_and_backward_match_the_cpu(threads, name, channels_last):
+    input_sizes, weight_sizes, arguments = CONVOLUTIONS[name]
+    if channels_last and len(input_sizes) != 4:
+        pytest.skip("channels last is 2-D")
+    convolve = functional.conv2d if len(input_sizes) == 4 else functional.conv1d
+    images, weight = random(*input_sizes), random(*weight_sizes, seed=1)
+    bias = random(weight_sizes[0], seed=2)
+    if channels_last:
+        images = images.contiguous(memory_format=torch.channels_last)
+    leaves = [x.clone().requires_grad_() for x in (images, weight, bias)]
+    device = [x.to("kiln").detach().requires_grad_() for x in (images, weight, bias)]
+    expected = convolve(*leaves, **arguments)
+    result = convolve(*device, **arguments)
+    grad = random(*expected.shape, seed=3)
+    expected.backward(grad)
+    result.backward(grad.to("kiln"))
+    check(result.detach(), expected.detach(), torch.float32)
+    for device_leaf, leaf in zip(device, leaves):
+        check(device_leaf.grad, leaf.grad, torch.float32)
+
+
+def test_transposed_convolution_matches_the_cpu(threads):
+    images, weight = random(4, 32, 12, 12), random(32, 16, 4, 4, seed=1)
+    leaves = [x.clone().requires_grad_() for x in (images, weight)]
+    device = [x.to("kiln").detach().requires_grad_() for x in (images, weight)]
+    expected = functional.conv_transpose2d(*leaves, stride=2, padding=1)
+    result = functional.conv_transpose2d(*device, stride=2, padding=1)
+    expected.square().sum().backward()
+    result.square().sum().backward()
+    check(result.detach(), expected.detach(), torch.float32)
+    for device_leaf, leaf in zip(device, leaves):
+        check(device_leaf.grad, leaf.grad, torch.float32)

@@ -74,6 +74,14 @@ CONVOLUTIONS = {
     "7x7-first-layer": ((2, 3, 64, 64), (16, 3, 7, 7), dict(stride=2, padding=3)),
     "grouped": ((4, 32, 16, 16), (32, 8, 3, 3), dict(padding=1, groups=4)),
     "dilated-1d": ((5, 24, 300), (40, 24, 5), dict(dilation=2)),
+    # More weight than input: cut by channels (forward, input gradient).
+    "weight-heavy": ((4, 256, 4, 4), (256, 256, 3, 3), dict(padding=1)),
+    # Less output gradient than input: the weight gradient cut by input channels.
+    "weight-heavy-stride-2": ((4, 128, 8, 8), (256, 128, 3, 3), dict(stride=2, padding=1)),
+    # A 1x1 convolution at few positions (oneDNN's, not the per-sample product).
+    "1x1-few-positions": ((8, 512, 2, 2), (1024, 512, 1, 1), {}),
+    # A 1x1 convolution with many positions (the per-sample product in NCHW).
+    "1x1-many-positions": ((2, 64, 16, 16), (96, 64, 1, 1), {}),
 }
 
 
@@ -108,6 +116,25 @@ def test_transposed_convolution_matches_the_cpu(threads):
     result = functional.conv_transpose2d(*device, stride=2, padding=1)
     expected.square().sum().backward()
     result.square().sum().backward()
+    check(result.detach(), expected.detach(), torch.float32)
+    for device_leaf, leaf in zip(device, leaves):
+        check(device_leaf.grad, leaf.grad, torch.float32)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels-last"])
+@pytest.mark.parametrize("positions", [2, 16])
+def test_1x1_convolution_without_bias_matches_the_cpu(threads, positions, channels_last):
+    """A 1x1 convolution is products on the device (pointwise_convolution.h)."""
+    images, weight = random(4, 96, positions, positions), random(160, 96, 1, 1, seed=1)
+    if channels_last:
+        images = images.contiguous(memory_format=torch.channels_last)
+    leaves = [x.clone().requires_grad_() for x in (images, weight)]
+    device = [x.to("kiln").detach().requires_grad_() for x in (images, weight)]
+    expected, result = functional.conv2d(*leaves), functional.conv2d(*device)
+    assert result.is_contiguous(memory_format=torch.channels_last) == channels_last
+    grad = random(*expected.shape, seed=3)
+    expected.backward(grad)
+    result.backward(grad.to("kiln"))
     check(result.detach(), expected.detach(), torch.float32)
     for device_leaf, leaf in zip(device, leaves):
         check(device_leaf.grad, leaf.grad, torch.float32)

@@ -1,0 +1,93 @@
+#include "kiln/aten/library/pointwise_convolution.h"
+
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/sum.h>
+
+#include <vector>
+
+namespace kiln::torch_integration::library {
+namespace {
+
+bool is_channels_last(const at::Tensor& tensor) {
+  return tensor.suggest_memory_format() == c10::MemoryFormat::ChannelsLast;
+}
+
+bool all_equal(c10::IntArrayRef values, int64_t expected) {
+  for (int64_t value : values) {
+    if (value != expected) return false;
+  }
+  return true;
+}
+
+// N*H*W x C of a channels-last tensor, a view.
+at::Tensor positions_by_channels(const at::Tensor& tensor) {
+  return tensor.permute({0, 2, 3, 1}).reshape({-1, tensor.size(1)});
+}
+
+// C x N*H*W of an NCHW tensor: a copy, with the channel dim first.
+at::Tensor channels_by_positions(const at::Tensor& tensor) {
+  return tensor.permute({1, 0, 2, 3}).reshape({tensor.size(1), -1});
+}
+
+// Writes a C x N*H*W product into the NCHW tensor `target` (N x C x H x W).
+void store_channels_by_positions(const at::Tensor& product, at::Tensor& target) {
+  target.copy_(product.view({target.size(1), target.size(0), target.size(2), target.size(3)}).permute({1, 0, 2, 3}));
+}
+
+}  // namespace
+
+bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
+                              c10::IntArrayRef padding, bool transposed, c10::IntArrayRef output_padding,
+                              int64_t groups) {
+  if (transposed || groups != 1 || input.dim() != 4 || weight.dim() != 4) return false;
+  if (weight.size(2) != 1 || weight.size(3) != 1 || weight.size(1) != input.size(1)) return false;
+  if (!all_equal(stride, 1) || !all_equal(padding, 0) || !all_equal(output_padding, 0)) return false;
+  if (input.scalar_type() != weight.scalar_type() || !at::isFloatingType(input.scalar_type())) return false;
+  if (input.numel() == 0 || weight.numel() == 0) return false;
+  return is_channels_last(input) || input.size(2) * input.size(3) < kDirectFewestPositions;
+}
+
+void pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                           at::Tensor& output) {
+  const at::Tensor matrix = weight.reshape({weight.size(0), weight.size(1)});  // C_out x C_in
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (is_channels_last(input) && is_channels_last(output)) {
+    // (N*H*W x C_in) @ (C_in x C_out), straight into the output's memory.
+    at::Tensor result = positions_by_channels(output);
+    const at::Tensor positions = positions_by_channels(input);
+    if (has_bias) {
+      at::addmm_out(result, *bias, positions, matrix.t());
+    } else {
+      at::mm_out(result, positions, matrix.t());
+    }
+    return;
+  }
+  const at::Tensor columns = channels_by_positions(input);
+  const at::Tensor product = has_bias ? at::addmm(bias->unsqueeze(1), matrix, columns) : at::mm(matrix, columns);
+  store_channels_by_positions(product, output);
+}
+
+void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+                                    at::Tensor& grad_input, at::Tensor& grad_weight, at::Tensor& grad_bias) {
+  const at::Tensor matrix = weight.reshape({weight.size(0), weight.size(1)});  // C_out x C_in
+  const bool channels_last = is_channels_last(input) && is_channels_last(grad_output);
+  if (grad_input.defined()) {
+    if (channels_last && is_channels_last(grad_input)) {
+      at::Tensor result = positions_by_channels(grad_input);
+      at::mm_out(result, positions_by_channels(grad_output), matrix);  // (N*H*W x C_out) @ (C_out x C_in)
+    } else {
+      store_channels_by_positions(at::mm(matrix.t(), channels_by_positions(grad_output)), grad_input);
+    }
+  }
+  if (grad_weight.defined()) {
+    // C_out x C_in: the output gradient's channels against the input's, over every position.
+    const at::Tensor product = channels_last
+                                   ? at::mm(positions_by_channels(grad_output).t(), positions_by_channels(input))
+                                   : at::mm(channels_by_positions(grad_output), channels_by_positions(input).t());
+    grad_weight.copy_(product.view(grad_weight.sizes()));
+  }
+  if (grad_bias.defined()) at::sum_out(grad_bias, grad_output, std::vector<int64_t>{0, 2, 3});
+}
+
+}  // namespace kiln::torch_integration::library

@@ -1,6 +1,8 @@
 #include "kiln/aten/library/pointwise_convolution.h"
 
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/bmm.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/sum.h>
 
@@ -30,6 +32,17 @@ at::Tensor channels_by_positions(const at::Tensor& tensor) {
   return tensor.permute({1, 0, 2, 3}).reshape({tensor.size(1), -1});
 }
 
+// Whether an NCHW convolution has positions enough for one product per
+// sample, N x C x H*W views of its tensors, with no copies.
+bool one_product_per_sample(const at::Tensor& input) {
+  return !is_channels_last(input) && input.size(2) * input.size(3) >= kDirectFewestPositions;
+}
+
+// N x C x H*W of an NCHW tensor (a view where it is contiguous).
+at::Tensor samples(const at::Tensor& tensor) {
+  return tensor.reshape({tensor.size(0), tensor.size(1), -1});
+}
+
 // Writes a C x N*H*W product into the NCHW tensor `target` (N x C x H x W).
 void store_channels_by_positions(const at::Tensor& product, at::Tensor& target) {
   target.copy_(product.view({target.size(1), target.size(0), target.size(2), target.size(3)}).permute({1, 0, 2, 3}));
@@ -45,7 +58,7 @@ bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight,
   if (!all_equal(stride, 1) || !all_equal(padding, 0) || !all_equal(output_padding, 0)) return false;
   if (input.scalar_type() != weight.scalar_type() || !at::isFloatingType(input.scalar_type())) return false;
   if (input.numel() == 0 || weight.numel() == 0) return false;
-  return is_channels_last(input) || input.size(2) * input.size(3) < kDirectFewestPositions;
+  return true;
 }
 
 void pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -63,6 +76,17 @@ void pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, co
     }
     return;
   }
+  if (one_product_per_sample(input) && output.is_contiguous()) {
+    // (C_out x C_in) @ (C_in x H*W) for each sample, straight into the output.
+    at::Tensor result = output.view({output.size(0), output.size(1), -1});
+    const at::Tensor weights = matrix.expand({input.size(0), matrix.size(0), matrix.size(1)});
+    if (has_bias) {
+      at::baddbmm_out(result, bias->view({1, -1, 1}), weights, samples(input));
+    } else {
+      at::bmm_out(result, weights, samples(input));
+    }
+    return;
+  }
   const at::Tensor columns = channels_by_positions(input);
   const at::Tensor product = has_bias ? at::addmm(bias->unsqueeze(1), matrix, columns) : at::mm(matrix, columns);
   store_channels_by_positions(product, output);
@@ -72,8 +96,12 @@ void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Ten
                                     at::Tensor& grad_input, at::Tensor& grad_weight, at::Tensor& grad_bias) {
   const at::Tensor matrix = weight.reshape({weight.size(0), weight.size(1)});  // C_out x C_in
   const bool channels_last = is_channels_last(input) && is_channels_last(grad_output);
+  const bool per_sample = !channels_last && one_product_per_sample(input);
   if (grad_input.defined()) {
-    if (channels_last && is_channels_last(grad_input)) {
+    if (per_sample && grad_input.is_contiguous()) {
+      at::Tensor result = grad_input.view({grad_input.size(0), grad_input.size(1), -1});
+      at::bmm_out(result, matrix.t().expand({input.size(0), matrix.size(1), matrix.size(0)}), samples(grad_output));
+    } else if (channels_last && is_channels_last(grad_input)) {
       at::Tensor result = positions_by_channels(grad_input);
       at::mm_out(result, positions_by_channels(grad_output), matrix);  // (N*H*W x C_out) @ (C_out x C_in)
     } else {
@@ -82,9 +110,12 @@ void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Ten
   }
   if (grad_weight.defined()) {
     // C_out x C_in: the output gradient's channels against the input's, over every position.
-    const at::Tensor product = channels_last
-                                   ? at::mm(positions_by_channels(grad_output).t(), positions_by_channels(input))
-                                   : at::mm(channels_by_positions(grad_output), channels_by_positions(input).t());
+    // Per sample (many positions), one product each, summed: copying the
+    // activations into C x N*H*W would cost more than the N partial sums.
+    const at::Tensor product =
+        channels_last ? at::mm(positions_by_channels(grad_output).t(), positions_by_channels(input))
+        : per_sample  ? at::bmm(samples(grad_output), samples(input).transpose(1, 2)).sum(0)
+                      : at::mm(channels_by_positions(grad_output), channels_by_positions(input).t());
     grad_weight.copy_(product.view(grad_weight.sizes()));
   }
   if (grad_bias.defined()) at::sum_out(grad_bias, grad_output, std::vector<int64_t>{0, 2, 3});

@@ -1,7 +1,7 @@
 # make demo   sets up, builds, and evaluates the example transformer with kiln-eval
 # make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
 # make bench  runs the benchmarks of bench/ (not part of the tests), each in its own process,
-#             writes their JSON to bench/results/ and re-renders docs/performance.md (15-20 min;
+#             writes their JSON to bench/results/ and re-renders docs/performance.md (about 30 min;
 #             run it on a quiet machine: the figures are stamped with the machine and its load)
 # make performance  only re-renders docs/performance.md from the JSON in bench/results/
 # make operators  runs the full OpInfo sweep and rewrites docs/reference/operators.md (slow)
@@ -36,6 +36,8 @@ bench: setup
 	$(PYTHON) bench/bench_native_ops.py --json $(BENCH_RESULTS)/native_ops.json
 	$(PYTHON) bench/bench_eager_ops.py --inductor --json $(BENCH_RESULTS)/eager_ops.json
 	$(PYTHON) bench/bench_training.py --json $(BENCH_RESULTS)/training.json
+	$(PYTHON) bench/bench_models.py --json $(BENCH_RESULTS)/models.json
+	$(PYTHON) bench/bench_library.py --json $(BENCH_RESULTS)/library.json
 	$(PYTHON) bench/bench_foreach.py --json $(BENCH_RESULTS)/foreach.json
 	$(PYTHON) bench/bench_compile.py --json $(BENCH_RESULTS)/compile.json
 	$(PYTHON) bench/bench_allreduce.py --json $(BENCH_RESULTS)/allreduce.json

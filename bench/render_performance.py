@@ -248,6 +248,46 @@ def render_training(results, args):
             "cold with an empty kernel cache, warm on the same cache."]
 
 
+def render_library(results, args):
+    """bench_library.py: one table per thread count, a row per case."""
+    lines = []
+    for threads, entry in results.items():
+        cases = entry.get("cases", {})
+        rows = [[name, number(scaled(case.get("cpu_s"), 1e3)), number(scaled(case.get("kiln_s"), 1e3)),
+                 ratio_text(ratio_of(case.get("cpu_s"), case.get("kiln_s"))),
+                 number(scaled(ratio_of(case.get("flops"), case.get("cpu_s")), 1e-9))]
+                for name, case in cases.items()]
+        ratios = [ratio_of(case.get("cpu_s"), case.get("kiln_s")) for case in cases.values()]
+        present = [ratio for ratio in ratios if ratio is not None]
+        rows.append([f"geomean (lowest {ratio_text(min(present)) if present else 'n/a'})", "", "",
+                     ratio_text(geometric_mean(ratios)), ""])
+        fallbacks = entry.get("fallback_ops") or []
+        lines += [f"**{threads} thread{'s' if str(threads) != '1' else ''}** "
+                  f"(`torch.set_num_threads({threads})` in both modes)", ""]
+        lines += table(["case", "cpu ms", "kiln ms", "cpu / kiln", "cpu GFLOP/s"], rows)
+        lines += ["", f"Kiln fell back on: {', '.join(fallbacks)}." if fallbacks else "No op fell back.", ""]
+    return lines + ["Best time per call of each mode over its processes; target cpu / kiln >= 0.95x for every "
+                    "case at every thread count."]
+
+
+def render_models(results, args):
+    """bench_models.py: a row per model."""
+    models = results.get("models", {})
+    rows, ratios = [], []
+    for name, entry in models.items():
+        ratio = ratio_of(entry.get("cpu_step_s"), entry.get("kiln_step_s"))
+        ratios.append(ratio)
+        rows.append([name, entry.get("model", ""), number(scaled(entry.get("cpu_step_s"), 1e3)),
+                     number(scaled(entry.get("kiln_step_s"), 1e3)), ratio_text(ratio),
+                     number(entry.get("cpu_first_loss")), number(entry.get("kiln_first_loss")),
+                     ", ".join(entry.get("fallback_ops") or []) or "none"])
+    rows.append(["geomean", "", "", "", ratio_text(geometric_mean(ratios)), "", "", ""])
+    return table(["model", "what", "cpu step ms", "kiln step ms", "cpu / kiln", "loss cpu", "loss kiln",
+                  "fallback ops"], rows) + [
+        "", "Step: forward, loss, backward, AdamW; median over the timed steps, best of the processes per mode. "
+            "Loss: before training, in eval mode (no dropout), same weights and data. Target cpu / kiln >= 1.0x."]
+
+
 def render_foreach(results, args):
     ops = results.get("ops", [])
     rows = []
@@ -573,6 +613,24 @@ BENCHMARKS = [
               "A cold first step is dominated by the C compiler building each kernel once; a warm one compiles "
               "nothing. Much of any first step, the CPU's too, is PyTorch importing `torch._dynamo` when the "
               "optimizer is made."),
+    Benchmark("models", "bench_models.py", "Training steps of real models",
+              "Training steps of models no one here wrote, with random weights: torchvision's ResNet-18 and "
+              "ResNet-50 and Hugging Face's GPT-2, BERT and Llama (small configurations, see the table), kiln "
+              "eager against CPU eager, each (model, mode) in its own process, the processes taking turns. "
+              "Target: cpu / kiln >= 1.0x for every model.", render_models,
+              "Products and convolutions dominate these steps; on kiln a large one is split over Kiln's thread "
+              "pool ([library path](design/library_path.md)). Figures move by 5-10 % between runs on a shared "
+              "2-core VM."),
+    Benchmark("library", "bench_library.py", "Products and convolutions (library path)",
+              "One op called over and over, kiln against the CPU's own kernel, each (mode, thread count) in its "
+              "own process: `mm` from 64^3 to 4096^3, tall-skinny and wide products, a transformer's projections "
+              "(`F.linear`) and attention's `bmm`, in float32 and bfloat16; the convolutions of ResNet-18 and "
+              "ResNet-50 (batch 4, 224x224) forward and backward (`aten.convolution_backward`), float32. Target: "
+              "cpu / kiln >= 0.95x for every case, at 1 thread, 2 threads and all threads.", render_library,
+              "Kiln's outputs stay reserved until the queued call that writes them ran, so a loop that runs "
+              "ahead of the stream writes a new buffer each call where the CPU reuses one that is still in the "
+              "caches: on a product with a large output (8192x64 @ 64x256) that alone costs kiln 20-25 %. Small "
+              "calls (under 2 MFLOP) run on one thread, where dispatch dominates."),
     Benchmark("foreach", "bench_foreach.py", "Foreach ops",
               "Foreach ops over the transformer's parameters on kiln (one launch per call) beside the same work "
               "op by op on kiln and beside the CPU; then a whole `clip_grad_norm_` + AdamW step with "

@@ -113,3 +113,20 @@ def test_real_header_is_parsed(renderer):
     assert fields["command"].endswith("bench/bench_example.py --json x.json")
     stamp = "\n".join(renderer.stamp("example", fields))
     assert fields["commit"] in stamp and fields["date"] in stamp and fields["host"] in stamp
+
+
+def test_library_and_models_benchmarks(renderer, tmp_path):
+    results = tmp_path / "results"
+    write(results, "library", {"header": HEADER, "args": {}, "results": {"2": {
+        "cases": {"mm 64x64x64 float32": {"cpu_s": 0.002, "kiln_s": 0.001, "flops": 4e9},
+                  "conv forward x": {"cpu_s": 0.001, "kiln_s": 0.002, "flops": 1e9}},
+        "geometric_mean": 1.0, "lowest": 0.5, "fallback_ops": ["aten::foo"]}}})
+    write(results, "models", {"header": HEADER, "args": {}, "results": {"models": {
+        "resnet18": {"model": "torchvision resnet18", "cpu_step_s": 0.3, "kiln_step_s": 0.2, "cpu_first_loss": 2.5,
+                     "kiln_first_loss": 2.5, "fallback_ops": []}}, "geometric_mean": 1.5}})
+    page, missing = renderer.render(str(results))
+    assert "| mm 64x64x64 float32 | 2.00 | 1.00 | 2.00x | 2000 |" in page
+    assert "| conv forward x | 1.00 | 2.00 | 0.50x | 1000 |" in page
+    assert "| geomean (lowest 0.50x) |  |  | 1.00x |  |" in page and "aten::foo" in page
+    assert "| resnet18 | torchvision resnet18 | 300.0 | 200.0 | 1.50x | 2.50 | 2.50 | none |" in page
+    assert "library" not in missing and "models" not in missing

@@ -13,11 +13,12 @@
 #include <ATen/native/AdaptivePooling.h>
 #include <ATen/ops/empty.h>
 
-#include <string>
 #include <vector>
 
-#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/nn/pool/adaptive_avg_pool2d.h"
+#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/nn/pool/tap_blocks.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -59,70 +60,54 @@ void adaptive_avg_pool2d_into(const at::Tensor& input, const at::Tensor& output)
   PoolPlanes out = pool_planes(output);
   const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(out.height, in.height),
                                            max_adaptive_window(out.width, in.width));
-  const auto origins = blocks.origins();
-  at::Tensor sums;
+  Signature key("adaptive_avg_pool2d|w");
+  key.append_number(blocks.rows).append('x').append_number(blocks.columns);
+  TapBlockSpec spec;
+  spec.op_name = kOpName;
+  spec.key = key.view();
+  spec.sizes = {out.width, out.height, out.channels, out.batch};
+  spec.channels_innermost = is_channels_last(input);
+  spec.source = input;
+  // Partial sums between the launches of a large window.
   if (!blocks.single()) {
-    sums = at::empty(output.sizes(), output.options()
-                                         .dtype(output.scalar_type() == at::kDouble ? at::kDouble
-                                                                                    : at::kFloat)
-                                         .memory_format(output.suggest_memory_format()));
+    spec.carried.push_back(
+        at::empty(output.sizes(), output.options()
+                                      .dtype(output.scalar_type() == at::kDouble ? at::kDouble : at::kFloat)
+                                      .memory_format(output.suggest_memory_format())));
   }
-  for (size_t block = 0; block < origins.size(); ++block) {
-    const bool fresh = block == 0;
-    const bool last = block + 1 == origins.size();
-    std::string key = "adaptive_avg_pool2d|w" + std::to_string(blocks.rows) + "x" +
-                      std::to_string(blocks.columns) + "|b" + std::to_string(blocks.block_rows) +
-                      "x" + std::to_string(blocks.block_columns) + (fresh ? "|fresh" : "|continue") +
-                      (last ? "|final" : "|partial");
-    PoolKernelSpec spec;
-    spec.op_name = kOpName;
-    spec.key = key;
-    spec.sizes = {out.width, out.height, out.channels, out.batch};
-    spec.channels_innermost = is_channels_last(input);
-    spec.inputs.push_back(plane_base(input));
-    if (!fresh) spec.inputs.push_back(at_position(sums));
-    spec.outputs.push_back(at_position(last ? output : sums));
-    spec.scalars = {pack_pair(kOpName, in.height, in.width),
-                    pack_pair(kOpName, out.height, out.width),
-                    in.height_stride,
-                    in.width_stride,
-                    pack_pair(kOpName, origins[block].first, origins[block].second)};
-    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
-    spec.body = [&, fresh, last](PoolContext& context) {
-      ir::Builder& builder = context.builder;
-      auto [height, width] = context.unpack(context.scalars[0]);
-      auto [out_h, out_w] = context.unpack(context.scalars[1]);
-      auto [row0, column0] = context.unpack(context.scalars[4]);
-      auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
-      auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
-      const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
-      std::vector<ValueId> row_valid, row_offset, column_valid, column_offset;
-      for (int64_t i = 0; i < blocks.block_rows; ++i) {
-        ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
-        row_valid.push_back(context.less(h, h_end));
-        row_offset.push_back(context.mul(h, context.scalars[2]));
-      }
-      for (int64_t j = 0; j < blocks.block_columns; ++j) {
-        ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
-        column_valid.push_back(context.less(w, w_end));
-        column_offset.push_back(context.mul(w, context.scalars[3]));
-      }
-      ValueId sum = fresh ? builder.constant(0, accumulate) : builder.load(1);
-      for (int64_t i = 0; i < blocks.block_rows; ++i) {
-        for (int64_t j = 0; j < blocks.block_columns; ++j) {
-          ValueId valid = context.both(row_valid[i], column_valid[j]);
-          ValueId offset = context.or_zero(valid, context.add(row_offset[i], column_offset[j]));
-          sum = context.add(sum, context.or_zero(valid, builder.indexed_load(0, offset)));
-        }
-      }
-      if (last) {
-        sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(h_end, h_start), accumulate));
-        sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(w_end, w_start), accumulate));
-      }
-      builder.store(0, sum);
-    };
-    launch_pool_kernel(spec);
-  }
+  spec.results.push_back(output);
+  spec.scalars = {pack_pair(kOpName, in.height, in.width), pack_pair(kOpName, out.height, out.width),
+                  in.height_stride, in.width_stride};
+  spec.body = [&](PoolContext& context, const TapBlock& block) {
+    ir::Builder& builder = context.builder;
+    auto [height, width] = context.unpack(context.scalars[0]);
+    auto [out_h, out_w] = context.unpack(context.scalars[1]);
+    auto [row0, column0] = block.origin(context);
+    auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
+    auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
+    const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
+    TapAxis rows, columns;
+    for (int64_t i = 0; i < block.rows; ++i) {
+      ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
+      rows.valid.push_back(context.less(h, h_end));
+      rows.offset.push_back(context.mul(h, context.scalars[2]));
+    }
+    for (int64_t j = 0; j < block.columns; ++j) {
+      ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
+      columns.valid.push_back(context.less(w, w_end));
+      columns.offset.push_back(context.mul(w, context.scalars[3]));
+    }
+    ValueId sum = block.fresh ? builder.constant(0, accumulate) : builder.load(1);
+    for_each_tap(context, rows, columns, [&](size_t, size_t, ValueId valid, ValueId offset) {
+      sum = context.add(sum, context.or_zero(valid, builder.indexed_load(0, offset)));
+    });
+    if (block.last) {
+      sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(h_end, h_start), accumulate));
+      sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(w_end, w_start), accumulate));
+    }
+    builder.store(0, sum);
+  };
+  launch_tap_blocks(spec, blocks);
 }
 
 }  // namespace
@@ -170,68 +155,60 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at:
   PoolPlanes out = pool_planes(grad_output);
   const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(in.height, out.height),
                                            max_adaptive_window(in.width, out.width));
-  const auto origins = blocks.origins();
-  for (size_t block = 0; block < origins.size(); ++block) {
-    const bool fresh = block == 0;
-    std::string key = "adaptive_avg_pool2d_backward|c" + std::to_string(blocks.rows) + "x" +
-                      std::to_string(blocks.columns) + "|b" + std::to_string(blocks.block_rows) +
-                      "x" + std::to_string(blocks.block_columns) + (fresh ? "|fresh" : "|continue");
-    PoolKernelSpec spec;
-    spec.op_name = kOpName;
-    spec.key = key;
-    spec.sizes = {in.width, in.height, in.channels, in.batch};
-    spec.channels_innermost = is_channels_last(grad_input);
-    spec.inputs.push_back(plane_base(grad_output));
-    if (!fresh) spec.inputs.push_back(at_position(grad_input));
-    spec.outputs.push_back(at_position(grad_input));
-    spec.scalars = {pack_pair(kOpName, in.height, in.width),
-                    pack_pair(kOpName, out.height, out.width),
-                    out.height_stride,
-                    out.width_stride,
-                    pack_pair(kOpName, origins[block].first, origins[block].second)};
-    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
-    spec.body = [&, fresh](PoolContext& context) {
-      ir::Builder& builder = context.builder;
-      auto [height, width] = context.unpack(context.scalars[0]);
-      auto [out_h, out_w] = context.unpack(context.scalars[1]);
-      auto [row0, column0] = context.unpack(context.scalars[4]);
-      const ir::DType storage = context.output_dtypes[0];
-      const ir::DType compute = ir::compute_dtype(storage);
-      struct Candidate {
-        ValueId valid, offset, size;  // size: the output's window along the dim
-      };
-      auto candidates = [&](ValueId x, ValueId outputs, ValueId inputs, ValueId output_stride,
-                            ValueId origin, int64_t block) {
-        auto [first, end] = adaptive_window(context, x, inputs, outputs);
-        std::vector<Candidate> result;
-        for (int64_t i = 0; i < block; ++i) {
-          ValueId o = context.add(first, context.add(origin, context.int64(i)));
-          auto [start, stop] = adaptive_window(context, o, outputs, inputs);
-          // Divisors as `grad / kh` makes them: half-precision for half types.
-          ValueId size = builder.cast(builder.cast(context.sub(stop, start), compute), storage);
-          result.push_back({context.less(o, end), context.mul(o, output_stride), size});
-        }
-        return result;
-      };
-      std::vector<Candidate> rows = candidates(context.coordinate(PoolAxis::kHeight), out_h, height,
-                                               context.scalars[2], row0, blocks.block_rows);
-      std::vector<Candidate> columns = candidates(context.coordinate(PoolAxis::kWidth), out_w, width,
-                                                  context.scalars[3], column0, blocks.block_columns);
-      ValueId sum = fresh ? builder.constant(0, compute) : builder.load(1);
-      for (const Candidate& row : rows) {
-        for (const Candidate& column : columns) {
-          ValueId valid = context.both(row.valid, column.valid);
-          ValueId offset = context.or_zero(valid, context.add(row.offset, column.offset));
-          ValueId delta = builder.indexed_load(0, offset);
-          delta = builder.cast(builder.binary(OpCode::kDivide, delta, row.size), storage);
-          delta = builder.cast(builder.binary(OpCode::kDivide, delta, column.size), storage);
-          sum = builder.select(valid, builder.cast(context.add(sum, delta), storage), sum);
-        }
-      }
-      builder.store(0, sum);
+  Signature key("adaptive_avg_pool2d_backward|c");
+  key.append_number(blocks.rows).append('x').append_number(blocks.columns);
+  TapBlockSpec spec;
+  spec.op_name = kOpName;
+  spec.key = key.view();
+  spec.sizes = {in.width, in.height, in.channels, in.batch};
+  spec.channels_innermost = is_channels_last(grad_input);
+  spec.source = grad_output;
+  // Each launch adds its candidates to the sum the one before stored.
+  spec.carried.push_back(grad_input);
+  spec.results.push_back(grad_input);
+  spec.scalars = {pack_pair(kOpName, in.height, in.width), pack_pair(kOpName, out.height, out.width),
+                  out.height_stride, out.width_stride};
+  spec.body = [&](PoolContext& context, const TapBlock& block) {
+    ir::Builder& builder = context.builder;
+    auto [height, width] = context.unpack(context.scalars[0]);
+    auto [out_h, out_w] = context.unpack(context.scalars[1]);
+    auto [row0, column0] = block.origin(context);
+    const ir::DType storage = context.output_dtypes[0];
+    const ir::DType compute = ir::compute_dtype(storage);
+    // The outputs along one dim whose windows cover input coordinate `x`,
+    // each with its window's size there.
+    struct Candidates {
+      TapAxis taps;
+      std::vector<ValueId> sizes;
     };
-    launch_pool_kernel(spec);
-  }
+    auto candidates = [&](ValueId x, ValueId outputs, ValueId inputs, ValueId output_stride,
+                          ValueId origin, int64_t block_size) {
+      auto [first, end] = adaptive_window(context, x, inputs, outputs);
+      Candidates result;
+      for (int64_t i = 0; i < block_size; ++i) {
+        ValueId o = context.add(first, context.add(origin, context.int64(i)));
+        auto [start, stop] = adaptive_window(context, o, outputs, inputs);
+        // Divisors as `grad / kh` makes them: half-precision for half types.
+        result.sizes.push_back(builder.cast(builder.cast(context.sub(stop, start), compute), storage));
+        result.taps.valid.push_back(context.less(o, end));
+        result.taps.offset.push_back(context.mul(o, output_stride));
+      }
+      return result;
+    };
+    Candidates rows = candidates(context.coordinate(PoolAxis::kHeight), out_h, height,
+                                 context.scalars[2], row0, block.rows);
+    Candidates columns = candidates(context.coordinate(PoolAxis::kWidth), out_w, width,
+                                    context.scalars[3], column0, block.columns);
+    ValueId sum = block.fresh ? builder.constant(0, compute) : builder.load(1);
+    for_each_tap(context, rows.taps, columns.taps, [&](size_t i, size_t j, ValueId valid, ValueId offset) {
+      ValueId delta = builder.indexed_load(0, offset);
+      delta = builder.cast(builder.binary(OpCode::kDivide, delta, rows.sizes[i]), storage);
+      delta = builder.cast(builder.binary(OpCode::kDivide, delta, columns.sizes[j]), storage);
+      sum = builder.select(valid, builder.cast(context.add(sum, delta), storage), sum);
+    });
+    builder.store(0, sum);
+  };
+  launch_tap_blocks(spec, blocks);
   return grad_input;
 }
 

@@ -3,7 +3,7 @@
 //
 // Output o along a dim of input size n and output size m covers inputs
 // [floor(o * n / m), ceil((o + 1) * n / m)). The forward unrolls the largest
-// such window (blocks of taps, pool_launch.h; later blocks continue the
+// such window (blocks of taps, tap_blocks.h; later blocks continue the
 // scan from the stored maximum and index) with a mask for shorter ones. The
 // scan is the CPU's: it starts at -inf with the window's first element's
 // index, and a tap replaces the maximum when greater or NaN; the index is
@@ -16,13 +16,14 @@
 #include <ATen/ops/adaptive_max_pool2d_meta.h>
 
 #include <limits>
-#include <string>
 #include <vector>
 
-#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
+#include "kiln/aten/compiled/launch/structured_outputs.h"
 #include "kiln/aten/compiled/nn/pool/adaptive_max_pool2d.h"
 #include "kiln/aten/compiled/nn/pool/max_pool2d.h"
-#include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/nn/pool/tap_blocks.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -40,68 +41,57 @@ void adaptive_max_pool2d_into(const at::Tensor& input, const at::Tensor& output,
   PoolPlanes out = pool_planes(output);
   const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(out.height, in.height),
                                            max_adaptive_window(out.width, in.width));
-  bool fresh = true;
-  for (auto [row, column] : blocks.origins()) {
-    std::string key = "adaptive_max_pool2d|w" + std::to_string(blocks.rows) + "x" +
-                      std::to_string(blocks.columns) + "|b" + std::to_string(blocks.block_rows) +
-                      "x" + std::to_string(blocks.block_columns) + (fresh ? "|fresh" : "|continue");
-    PoolKernelSpec spec;
-    spec.op_name = kOpName;
-    spec.key = key;
-    spec.sizes = {out.width, out.height, out.channels, out.batch};
-    spec.channels_innermost = is_channels_last(input);
-    spec.inputs.push_back(plane_base(input));
-    if (!fresh) {
-      spec.inputs.push_back(at_position(output));
-      spec.inputs.push_back(at_position(indices));
+  Signature key("adaptive_max_pool2d|w");
+  key.append_number(blocks.rows).append('x').append_number(blocks.columns);
+  TapBlockSpec spec;
+  spec.op_name = kOpName;
+  spec.key = key.view();
+  spec.sizes = {out.width, out.height, out.channels, out.batch};
+  spec.channels_innermost = is_channels_last(input);
+  spec.source = input;
+  // The running maximum and its index are the results themselves.
+  spec.carried = {output, indices};
+  spec.results = {output, indices};
+  spec.scalars = {pack_pair(kOpName, in.height, in.width), pack_pair(kOpName, out.height, out.width),
+                  in.height_stride, in.width_stride};
+  spec.body = [&](PoolContext& context, const TapBlock& block) {
+    ir::Builder& builder = context.builder;
+    auto [height, width] = context.unpack(context.scalars[0]);
+    auto [out_h, out_w] = context.unpack(context.scalars[1]);
+    auto [row0, column0] = block.origin(context);
+    auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
+    auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
+    const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);
+    TapAxis rows, columns;
+    std::vector<ValueId> row_index, column_index;  // shares of the plane index: h * W and w
+    for (int64_t i = 0; i < block.rows; ++i) {
+      ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
+      rows.valid.push_back(context.less(h, h_end));
+      rows.offset.push_back(context.mul(h, context.scalars[2]));
+      row_index.push_back(context.mul(h, width));
     }
-    spec.outputs.push_back(at_position(output));
-    spec.outputs.push_back(at_position(indices));
-    spec.scalars = {pack_pair(kOpName, in.height, in.width), pack_pair(kOpName, out.height, out.width),
-                    in.height_stride, in.width_stride, pack_pair(kOpName, row, column)};
-    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
-    spec.body = [&, fresh](PoolContext& context) {
-      ir::Builder& builder = context.builder;
-      auto [height, width] = context.unpack(context.scalars[0]);
-      auto [out_h, out_w] = context.unpack(context.scalars[1]);
-      auto [row0, column0] = context.unpack(context.scalars[4]);
-      auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
-      auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
-      const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);
-      std::vector<ValueId> row_valid, row_offset, row_index, column_valid, column_offset, column_index;
-      for (int64_t i = 0; i < blocks.block_rows; ++i) {
-        ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
-        row_valid.push_back(context.less(h, h_end));
-        row_offset.push_back(context.mul(h, context.scalars[2]));
-        row_index.push_back(context.mul(h, width));
-      }
-      for (int64_t j = 0; j < blocks.block_columns; ++j) {
-        ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
-        column_valid.push_back(context.less(w, w_end));
-        column_offset.push_back(context.mul(w, context.scalars[3]));
-        column_index.push_back(w);
-      }
-      ValueId best = fresh ? builder.constant(-std::numeric_limits<double>::infinity(), compute)
-                           : builder.load(1);
-      ValueId best_index = fresh ? context.add(context.mul(h_start, width), w_start) : builder.load(2);
-      for (int64_t i = 0; i < blocks.block_rows; ++i) {
-        for (int64_t j = 0; j < blocks.block_columns; ++j) {
-          ValueId valid = context.both(row_valid[i], column_valid[j]);
-          ValueId offset = context.or_zero(valid, context.add(row_offset[i], column_offset[j]));
-          ValueId value = builder.indexed_load(0, offset);
-          ValueId better = builder.binary(OpCode::kLogicalOr, builder.binary(OpCode::kGreater, value, best),
-                                          builder.unary(OpCode::kIsNan, value));
-          better = context.both(valid, better);
-          best = builder.select(better, value, best);
-          best_index = builder.select(better, context.add(row_index[i], column_index[j]), best_index);
-        }
-      }
-      builder.store(0, best);
-      builder.store(1, best_index);
-    };
-    launch_pool_kernel(spec);
-    fresh = false;
-  }
+    for (int64_t j = 0; j < block.columns; ++j) {
+      ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
+      columns.valid.push_back(context.less(w, w_end));
+      columns.offset.push_back(context.mul(w, context.scalars[3]));
+      column_index.push_back(w);
+    }
+    ValueId best = block.fresh ? builder.constant(-std::numeric_limits<double>::infinity(), compute)
+                               : builder.load(1);
+    ValueId best_index =
+        block.fresh ? context.add(context.mul(h_start, width), w_start) : builder.load(2);
+    for_each_tap(context, rows, columns, [&](size_t i, size_t j, ValueId valid, ValueId offset) {
+      ValueId value = builder.indexed_load(0, offset);
+      ValueId better = builder.binary(OpCode::kLogicalOr, builder.binary(OpCode::kGreater, value, best),
+                                      builder.unary(OpCode::kIsNan, value));
+      better = context.both(valid, better);
+      best = builder.select(better, value, best);
+      best_index = builder.select(better, context.add(row_index[i], column_index[j]), best_index);
+    });
+    builder.store(0, best);
+    builder.store(1, best_index);
+  };
+  launch_tap_blocks(spec, blocks);
 }
 
 void adaptive_max_pool2d_backward_into(const at::Tensor& grad_output, const at::Tensor& indices,

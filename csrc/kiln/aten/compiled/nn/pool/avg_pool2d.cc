@@ -18,12 +18,14 @@
 #include <ATen/ops/avg_pool2d_meta.h>
 #include <ATen/ops/empty.h>
 
-#include <string>
+#include <string_view>
 #include <vector>
 
-#include "kiln/aten/compiled/nn/pool/pool_launch.h"
-#include "kiln/aten/compiled/nn/pool/avg_pool2d.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/nn/pool/avg_pool2d.h"
+#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/nn/pool/tap_blocks.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -37,7 +39,7 @@ at::ScalarType accumulate_type(at::ScalarType type) {
   return at::kFloat;
 }
 
-std::string divisor_key(bool count_include_pad, std::optional<int64_t> divisor_override) {
+std::string_view divisor_key(bool count_include_pad, std::optional<int64_t> divisor_override) {
   if (divisor_override.has_value()) return "|override";
   return count_include_pad ? "|with_pad" : "|without_pad";
 }
@@ -79,15 +81,11 @@ ValueId divide(PoolContext& context, ValueId value, ValueId divisor) {
   return builder.binary(OpCode::kDivide, value, builder.cast(divisor, dtype));
 }
 
-struct AverageAxis {
-  std::vector<ValueId> valid, offset;
-};
-
 // Taps origin + i (i < block) of a window starting at `start`, of `kernel`
 // taps, in an input of `size` elements of `stride`.
-AverageAxis tap_axis(PoolContext& context, ValueId start, ValueId origin, int64_t block,
-                     int64_t kernel, ValueId size, ValueId stride) {
-  AverageAxis axis;
+TapAxis tap_axis(PoolContext& context, ValueId start, ValueId origin, int64_t block, int64_t kernel,
+                 ValueId size, ValueId stride) {
+  TapAxis axis;
   for (int64_t i = 0; i < block; ++i) {
     ValueId tap = context.add(origin, context.int64(i));
     ValueId coordinate = context.add(start, tap);
@@ -107,76 +105,58 @@ void avg_pool2d_into(const at::Tensor& input, const Pool2dParameters& p, bool co
   PoolPlanes in = pool_planes(input);
   PoolPlanes out = pool_planes(output);
   const TapBlocks blocks = plan_tap_blocks(p.kernel_h, p.kernel_w);
-  const bool channels_last = is_channels_last(input);
-  const auto origins = blocks.origins();
+  Signature key("avg_pool2d|k");
+  key.append_number(p.kernel_h).append('x').append_number(p.kernel_w);
+  key.append(divisor_key(count_include_pad, divisor_override));
+  TapBlockSpec spec;
+  spec.op_name = kOpName;
+  spec.key = key.view();
+  spec.sizes = {out.width, out.height, out.channels, out.batch};
+  spec.channels_innermost = is_channels_last(input);
+  spec.source = input;
   // Partial sums between the launches of a large window.
-  at::Tensor sums;
   if (!blocks.single()) {
-    sums = at::empty(output.sizes(), output.options()
+    spec.carried.push_back(at::empty(output.sizes(),
+                                     output.options()
                                          .dtype(accumulate_type(output.scalar_type()))
-                                         .memory_format(output.suggest_memory_format()));
+                                         .memory_format(output.suggest_memory_format())));
   }
-
-  for (size_t block = 0; block < origins.size(); ++block) {
-    const bool fresh = block == 0;
-    const bool last = block + 1 == origins.size();
-    std::string key = "avg_pool2d|k" + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
-                      "|b" + std::to_string(blocks.block_rows) + "x" +
-                      std::to_string(blocks.block_columns) +
-                      divisor_key(count_include_pad, divisor_override) +
-                      (fresh ? "|fresh" : "|continue") + (last ? "|final" : "|partial");
-    PoolKernelSpec spec;
-    spec.op_name = kOpName;
-    spec.key = key;
-    spec.sizes = {out.width, out.height, out.channels, out.batch};
-    spec.channels_innermost = channels_last;
-    spec.inputs.push_back(plane_base(input));
-    if (!fresh) spec.inputs.push_back(at_position(sums));
-    spec.outputs.push_back(at_position(last ? output : sums));
-    spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
-                    pack_pair(kOpName, p.pad_h, p.pad_w),
-                    pack_pair(kOpName, in.height, in.width),
-                    in.height_stride,
-                    in.width_stride,
-                    divisor_override.value_or(0),
-                    pack_pair(kOpName, origins[block].first, origins[block].second)};
-    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
-    spec.body = [&, fresh, last](PoolContext& context) {
-      ir::Builder& builder = context.builder;
-      auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
-      auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
-      auto [height, width] = context.unpack(context.scalars[2]);
-      auto [row0, column0] = context.unpack(context.scalars[6]);
-      ValueId h_start = context.sub(context.mul(context.coordinate(PoolAxis::kHeight), stride_h), pad_h);
-      ValueId w_start = context.sub(context.mul(context.coordinate(PoolAxis::kWidth), stride_w), pad_w);
-      const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
-      ValueId sum = fresh ? builder.constant(0, accumulate) : builder.load(1);
-      AverageAxis rows = tap_axis(context, h_start, row0, blocks.block_rows, p.kernel_h, height,
-                                  context.scalars[3]);
-      AverageAxis columns = tap_axis(context, w_start, column0, blocks.block_columns, p.kernel_w,
-                                     width, context.scalars[4]);
-      for (int64_t i = 0; i < blocks.block_rows; ++i) {
-        for (int64_t j = 0; j < blocks.block_columns; ++j) {
-          ValueId valid = context.both(rows.valid[i], columns.valid[j]);
-          ValueId offset = context.or_zero(valid, context.add(rows.offset[i], columns.offset[j]));
-          ValueId value = context.or_zero(valid, builder.indexed_load(0, offset));
-          sum = context.add(sum, value);
-        }
-      }
-      if (!last) {
-        builder.store(0, sum);
-        return;
-      }
-      WindowExtent row_extent = window_extent(context, h_start, p.kernel_h, height, pad_h);
-      WindowExtent column_extent = window_extent(context, w_start, p.kernel_w, width, pad_w);
-      ValueId divisor = divide_factor(context, row_extent, column_extent, count_include_pad,
-                                      divisor_override.has_value(), context.scalars[5]);
-      ValueId empty = builder.binary(OpCode::kLogicalOr, row_extent.empty, column_extent.empty);
-      builder.store(0, context.or_zero(builder.unary(OpCode::kLogicalNot, empty),
-                                       divide(context, sum, divisor)));
-    };
-    launch_pool_kernel(spec);
-  }
+  spec.results.push_back(output);
+  spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
+                  pack_pair(kOpName, p.pad_h, p.pad_w),
+                  pack_pair(kOpName, in.height, in.width),
+                  in.height_stride,
+                  in.width_stride,
+                  divisor_override.value_or(0)};
+  spec.body = [&](PoolContext& context, const TapBlock& block) {
+    ir::Builder& builder = context.builder;
+    auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
+    auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
+    auto [height, width] = context.unpack(context.scalars[2]);
+    auto [row0, column0] = block.origin(context);
+    ValueId h_start = context.sub(context.mul(context.coordinate(PoolAxis::kHeight), stride_h), pad_h);
+    ValueId w_start = context.sub(context.mul(context.coordinate(PoolAxis::kWidth), stride_w), pad_w);
+    const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
+    ValueId sum = block.fresh ? builder.constant(0, accumulate) : builder.load(1);
+    TapAxis rows = tap_axis(context, h_start, row0, block.rows, p.kernel_h, height, context.scalars[3]);
+    TapAxis columns =
+        tap_axis(context, w_start, column0, block.columns, p.kernel_w, width, context.scalars[4]);
+    for_each_tap(context, rows, columns, [&](size_t, size_t, ValueId valid, ValueId offset) {
+      sum = context.add(sum, context.or_zero(valid, builder.indexed_load(0, offset)));
+    });
+    if (!block.last) {
+      builder.store(0, sum);
+      return;
+    }
+    WindowExtent row_extent = window_extent(context, h_start, p.kernel_h, height, pad_h);
+    WindowExtent column_extent = window_extent(context, w_start, p.kernel_w, width, pad_w);
+    ValueId divisor = divide_factor(context, row_extent, column_extent, count_include_pad,
+                                    divisor_override.has_value(), context.scalars[5]);
+    ValueId empty = builder.binary(OpCode::kLogicalOr, row_extent.empty, column_extent.empty);
+    builder.store(0, context.or_zero(builder.unary(OpCode::kLogicalNot, empty),
+                                     divide(context, sum, divisor)));
+  };
+  launch_tap_blocks(spec, blocks);
 }
 
 void avg_pool2d_backward_into(const at::Tensor& grad_output, const Pool2dParameters& p,
@@ -192,89 +172,79 @@ void avg_pool2d_backward_into(const at::Tensor& grad_output, const Pool2dParamet
   const int64_t candidates_h = (p.kernel_h - 1) / p.stride_h + 1;
   const int64_t candidates_w = (p.kernel_w - 1) / p.stride_w + 1;
   const TapBlocks blocks = plan_tap_blocks(candidates_h, candidates_w);
-  const auto origins = blocks.origins();
-  for (size_t block = 0; block < origins.size(); ++block) {
-    const bool fresh = block == 0;
-    std::string key = "avg_pool2d_backward|k" + std::to_string(p.kernel_h) + "x" +
-                      std::to_string(p.kernel_w) + "|c" + std::to_string(candidates_h) + "x" +
-                      std::to_string(candidates_w) + "|b" + std::to_string(blocks.block_rows) + "x" +
-                      std::to_string(blocks.block_columns) +
-                      divisor_key(count_include_pad, divisor_override) +
-                      (fresh ? "|fresh" : "|continue");
-    PoolKernelSpec spec;
-    spec.op_name = kOpName;
-    spec.key = key;
-    spec.sizes = {in.width, in.height, in.channels, in.batch};
-    spec.channels_innermost = is_channels_last(grad_input);
-    spec.inputs.push_back(plane_base(grad_output));
-    if (!fresh) spec.inputs.push_back(at_position(grad_input));
-    spec.outputs.push_back(at_position(grad_input));
-    spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
-                    pack_pair(kOpName, p.pad_h, p.pad_w),
-                    pack_pair(kOpName, out.height, out.width),
-                    pack_pair(kOpName, in.height, in.width),
-                    out.height_stride,
-                    out.width_stride,
-                    divisor_override.value_or(0),
-                    pack_pair(kOpName, origins[block].first, origins[block].second)};
-    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
-    spec.body = [&, fresh](PoolContext& context) {
-      ir::Builder& builder = context.builder;
-      auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
-      auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
-      auto [out_h, out_w] = context.unpack(context.scalars[2]);
-      auto [height, width] = context.unpack(context.scalars[3]);
-      auto [row0, column0] = context.unpack(context.scalars[7]);
-      const ir::DType storage = context.output_dtypes[0];
-      const ir::DType compute = ir::compute_dtype(storage);
-      ValueId zero = context.int64(0);
+  Signature key("avg_pool2d_backward|k");
+  key.append_number(p.kernel_h).append('x').append_number(p.kernel_w);
+  key.append("|c").append_number(candidates_h).append('x').append_number(candidates_w);
+  key.append(divisor_key(count_include_pad, divisor_override));
+  TapBlockSpec spec;
+  spec.op_name = kOpName;
+  spec.key = key.view();
+  spec.sizes = {in.width, in.height, in.channels, in.batch};
+  spec.channels_innermost = is_channels_last(grad_input);
+  spec.source = grad_output;
+  // Each launch adds its candidates to the sum the one before stored.
+  spec.carried.push_back(grad_input);
+  spec.results.push_back(grad_input);
+  spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
+                  pack_pair(kOpName, p.pad_h, p.pad_w),
+                  pack_pair(kOpName, out.height, out.width),
+                  pack_pair(kOpName, in.height, in.width),
+                  out.height_stride,
+                  out.width_stride,
+                  divisor_override.value_or(0)};
+  spec.body = [&](PoolContext& context, const TapBlock& block) {
+    ir::Builder& builder = context.builder;
+    auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
+    auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
+    auto [out_h, out_w] = context.unpack(context.scalars[2]);
+    auto [height, width] = context.unpack(context.scalars[3]);
+    auto [row0, column0] = block.origin(context);
+    const ir::DType storage = context.output_dtypes[0];
+    const ir::DType compute = ir::compute_dtype(storage);
+    ValueId zero = context.int64(0);
 
-      struct Candidate {
-        ValueId valid, offset;
-        WindowExtent extent;
-      };
-      // The outputs along one dim whose windows cover input coordinate `x`.
-      auto candidates = [&](ValueId x, int64_t kernel, ValueId stride, ValueId pad, ValueId outputs,
-                            ValueId size, ValueId output_stride, ValueId origin, int64_t block,
-                            int64_t count) {
-        ValueId first = context.ceil_div(
-            context.max(context.sub(context.add(x, pad), context.int64(kernel - 1)), zero), stride);
-        std::vector<Candidate> result;
-        for (int64_t i = 0; i < block; ++i) {
-          ValueId index = context.add(origin, context.int64(i));
-          ValueId o = context.add(first, index);
-          ValueId start = context.sub(context.mul(o, stride), pad);
-          ValueId valid = context.both(context.less(index, context.int64(count)),
-                                       context.both(context.less_equal(start, x), context.less(o, outputs)));
-          result.push_back({valid, context.mul(o, output_stride),
-                            window_extent(context, start, kernel, size, pad)});
-        }
-        return result;
-      };
-      std::vector<Candidate> rows =
-          candidates(context.coordinate(PoolAxis::kHeight), p.kernel_h, stride_h, pad_h, out_h,
-                     height, context.scalars[4], row0, blocks.block_rows, candidates_h);
-      std::vector<Candidate> columns =
-          candidates(context.coordinate(PoolAxis::kWidth), p.kernel_w, stride_w, pad_w, out_w,
-                     width, context.scalars[5], column0, blocks.block_columns, candidates_w);
-      ValueId sum = fresh ? builder.constant(0, compute) : builder.load(1);
-      for (const Candidate& row : rows) {
-        for (const Candidate& column : columns) {
-          ValueId valid = context.both(row.valid, column.valid);
-          ValueId offset = context.or_zero(valid, context.add(row.offset, column.offset));
-          ValueId divisor = divide_factor(context, row.extent, column.extent, count_include_pad,
-                                          divisor_override.has_value(), context.scalars[6]);
-          // As `scalar_t delta = grad / divide_factor`: for half types the
-          // divisor becomes a half, and the quotient rounds to one.
-          if (ir::is_floating(compute)) divisor = builder.cast(builder.cast(divisor, compute), storage);
-          ValueId delta = builder.cast(divide(context, builder.indexed_load(0, offset), divisor), storage);
-          sum = builder.select(valid, builder.cast(context.add(sum, delta), storage), sum);
-        }
-      }
-      builder.store(0, sum);
+    // The outputs along one dim whose windows cover input coordinate `x`,
+    // each with its window's extent.
+    struct Candidates {
+      TapAxis taps;
+      std::vector<WindowExtent> extents;
     };
-    launch_pool_kernel(spec);
-  }
+    auto candidates = [&](ValueId x, int64_t kernel, ValueId stride, ValueId pad, ValueId outputs,
+                          ValueId size, ValueId output_stride, ValueId origin, int64_t block_size,
+                          int64_t count) {
+      ValueId first = context.ceil_div(
+          context.max(context.sub(context.add(x, pad), context.int64(kernel - 1)), zero), stride);
+      Candidates result;
+      for (int64_t i = 0; i < block_size; ++i) {
+        ValueId index = context.add(origin, context.int64(i));
+        ValueId o = context.add(first, index);
+        ValueId start = context.sub(context.mul(o, stride), pad);
+        result.taps.valid.push_back(
+            context.both(context.less(index, context.int64(count)),
+                         context.both(context.less_equal(start, x), context.less(o, outputs))));
+        result.taps.offset.push_back(context.mul(o, output_stride));
+        result.extents.push_back(window_extent(context, start, kernel, size, pad));
+      }
+      return result;
+    };
+    Candidates rows = candidates(context.coordinate(PoolAxis::kHeight), p.kernel_h, stride_h, pad_h,
+                                 out_h, height, context.scalars[4], row0, block.rows, candidates_h);
+    Candidates columns =
+        candidates(context.coordinate(PoolAxis::kWidth), p.kernel_w, stride_w, pad_w, out_w, width,
+                   context.scalars[5], column0, block.columns, candidates_w);
+    ValueId sum = block.fresh ? builder.constant(0, compute) : builder.load(1);
+    for_each_tap(context, rows.taps, columns.taps, [&](size_t i, size_t j, ValueId valid, ValueId offset) {
+      ValueId divisor = divide_factor(context, rows.extents[i], columns.extents[j], count_include_pad,
+                                      divisor_override.has_value(), context.scalars[6]);
+      // As `scalar_t delta = grad / divide_factor`: for half types the
+      // divisor becomes a half, and the quotient rounds to one.
+      if (ir::is_floating(compute)) divisor = builder.cast(builder.cast(divisor, compute), storage);
+      ValueId delta = builder.cast(divide(context, builder.indexed_load(0, offset), divisor), storage);
+      sum = builder.select(valid, builder.cast(context.add(sum, delta), storage), sum);
+    });
+    builder.store(0, sum);
+  };
+  launch_tap_blocks(spec, blocks);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // max_pool2d_with_indices and its backward.
 //
 // Forward: one position per output element; the window is unrolled (blocks of
-// taps, pool_launch.h) and each tap is an indexed load from the input
+// taps, tap_blocks.h) and each tap is an indexed load from the input
 // plane, masked to offset 0 outside the input. The scan is ATen's CPU one:
 // the running maximum starts at the dtype's lowest value and the index at the
 // first tap at or past the top-left edge (so an all-lowest window reports its
@@ -15,12 +15,13 @@
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
 
 #include <limits>
-#include <string>
 #include <vector>
 
-#include "kiln/aten/compiled/nn/pool/pool_launch.h"
-#include "kiln/aten/compiled/nn/pool/max_pool2d.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/nn/pool/max_pool2d.h"
+#include "kiln/aten/compiled/nn/pool/pool_launch.h"
+#include "kiln/aten/compiled/nn/pool/tap_blocks.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -66,8 +67,8 @@ ValueId first_nonnegative(PoolContext& context, const std::vector<ValueId>& taps
 
 // One dim of a window block: per tap, whether it lies in the input, its
 // element offset and its coordinate.
-struct WindowAxis {
-  std::vector<ValueId> valid, offset, coordinate;
+struct WindowAxis : TapAxis {
+  std::vector<ValueId> coordinate;
 };
 
 // Taps origin + i (i < block) of a window starting at `start` with `dilation`,
@@ -97,82 +98,65 @@ void max_pool2d_into(const at::Tensor& input, const Pool2dParameters& p, const a
   PoolPlanes in = pool_planes(input);
   PoolPlanes out = pool_planes(output);
   const TapBlocks blocks = plan_tap_blocks(p.kernel_h, p.kernel_w);
-  const bool channels_last = is_channels_last(input);
-
-  bool fresh = true;
-  for (auto [row, column] : blocks.origins()) {
-    std::string key = "max_pool2d|k" + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
-                      "|b" + std::to_string(blocks.block_rows) + "x" +
-                      std::to_string(blocks.block_columns) + (fresh ? "|fresh" : "|continue");
-    PoolKernelSpec spec;
-    spec.op_name = kOpName;
-    spec.key = key;
-    spec.sizes = {out.width, out.height, out.channels, out.batch};
-    spec.channels_innermost = channels_last;
-    spec.inputs.push_back(plane_base(input));
-    if (!fresh) {
-      spec.inputs.push_back(at_position(output));
-      spec.inputs.push_back(at_position(indices));
+  Signature key("max_pool2d|k");
+  key.append_number(p.kernel_h).append('x').append_number(p.kernel_w);
+  TapBlockSpec spec;
+  spec.op_name = kOpName;
+  spec.key = key.view();
+  spec.sizes = {out.width, out.height, out.channels, out.batch};
+  spec.channels_innermost = is_channels_last(input);
+  spec.source = input;
+  // The running maximum and its index are the results themselves.
+  spec.carried = {output, indices};
+  spec.results = {output, indices};
+  spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
+                  pack_pair(kOpName, p.pad_h, p.pad_w),
+                  pack_pair(kOpName, p.dilation_h, p.dilation_w),
+                  pack_pair(kOpName, in.height, in.width),
+                  in.height_stride,
+                  in.width_stride};
+  spec.body = [&](PoolContext& context, const TapBlock& block) {
+    ir::Builder& builder = context.builder;
+    auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
+    auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
+    auto [dilation_h, dilation_w] = context.unpack(context.scalars[2]);
+    auto [height, width] = context.unpack(context.scalars[3]);
+    auto [row0, column0] = block.origin(context);
+    ValueId h_start = context.sub(context.mul(context.coordinate(PoolAxis::kHeight), stride_h), pad_h);
+    ValueId w_start = context.sub(context.mul(context.coordinate(PoolAxis::kWidth), stride_w), pad_w);
+    const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);
+    WindowAxis rows = window_axis(context, h_start, row0, dilation_h, height, context.scalars[4],
+                                  block.rows, p.kernel_h);
+    WindowAxis columns = window_axis(context, w_start, column0, dilation_w, width, context.scalars[5],
+                                     block.columns, p.kernel_w);
+    ValueId best, best_index;
+    if (block.fresh) {
+      best = lowest(context, compute);
+      ValueId first_h = block.rows == p.kernel_h ? first_nonnegative(context, rows.coordinate)
+                                                 : first_nonnegative(context, h_start, dilation_h);
+      ValueId first_w = block.columns == p.kernel_w ? first_nonnegative(context, columns.coordinate)
+                                                    : first_nonnegative(context, w_start, dilation_w);
+      best_index = context.add(context.mul(first_h, width), first_w);
+    } else {
+      best = builder.load(1);
+      best_index = builder.load(2);
     }
-    spec.outputs.push_back(at_position(output));
-    spec.outputs.push_back(at_position(indices));
-    spec.scalars = {pack_pair(kOpName, p.stride_h, p.stride_w),
-                    pack_pair(kOpName, p.pad_h, p.pad_w),
-                    pack_pair(kOpName, p.dilation_h, p.dilation_w),
-                    pack_pair(kOpName, in.height, in.width),
-                    in.height_stride,
-                    in.width_stride,
-                    pack_pair(kOpName, row, column)};
-    spec.cost_per_position = blocks.block_rows * blocks.block_columns;
-    spec.body = [&, fresh](PoolContext& context) {
-      ir::Builder& builder = context.builder;
-      auto [stride_h, stride_w] = context.unpack(context.scalars[0]);
-      auto [pad_h, pad_w] = context.unpack(context.scalars[1]);
-      auto [dilation_h, dilation_w] = context.unpack(context.scalars[2]);
-      auto [height, width] = context.unpack(context.scalars[3]);
-      auto [row0, column0] = context.unpack(context.scalars[6]);
-      ValueId h_start = context.sub(context.mul(context.coordinate(PoolAxis::kHeight), stride_h), pad_h);
-      ValueId w_start = context.sub(context.mul(context.coordinate(PoolAxis::kWidth), stride_w), pad_w);
-      const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);
-      WindowAxis rows = window_axis(context, h_start, row0, dilation_h, height, context.scalars[4],
-                                    blocks.block_rows, p.kernel_h);
-      WindowAxis columns = window_axis(context, w_start, column0, dilation_w, width,
-                                       context.scalars[5], blocks.block_columns, p.kernel_w);
-      ValueId best, best_index;
-      if (fresh) {
-        best = lowest(context, compute);
-        ValueId first_h = blocks.block_rows == p.kernel_h
-                              ? first_nonnegative(context, rows.coordinate)
-                              : first_nonnegative(context, h_start, dilation_h);
-        ValueId first_w = blocks.block_columns == p.kernel_w
-                              ? first_nonnegative(context, columns.coordinate)
-                              : first_nonnegative(context, w_start, dilation_w);
-        best_index = context.add(context.mul(first_h, width), first_w);
-      } else {
-        best = builder.load(1);
-        best_index = builder.load(2);
+    std::vector<ValueId> row_index;  // h * W: a row's share of the plane index
+    for (ValueId h : rows.coordinate) row_index.push_back(context.mul(h, width));
+    for_each_tap(context, rows, columns, [&](size_t i, size_t j, ValueId valid, ValueId offset) {
+      ValueId value = builder.indexed_load(0, offset);
+      ValueId better = builder.binary(OpCode::kGreater, value, best);
+      if (ir::is_floating(compute)) {
+        better = builder.binary(OpCode::kLogicalOr, better, builder.unary(OpCode::kIsNan, value));
       }
-      for (int64_t i = 0; i < blocks.block_rows; ++i) {
-        ValueId row_index = context.mul(rows.coordinate[i], width);
-        for (int64_t j = 0; j < blocks.block_columns; ++j) {
-          ValueId valid = context.both(rows.valid[i], columns.valid[j]);
-          ValueId offset = context.or_zero(valid, context.add(rows.offset[i], columns.offset[j]));
-          ValueId value = builder.indexed_load(0, offset);
-          ValueId better = builder.binary(OpCode::kGreater, value, best);
-          if (ir::is_floating(compute)) {
-            better = builder.binary(OpCode::kLogicalOr, better, builder.unary(OpCode::kIsNan, value));
-          }
-          better = context.both(valid, better);
-          best = builder.select(better, value, best);
-          best_index = builder.select(better, context.add(row_index, columns.coordinate[j]), best_index);
-        }
-      }
-      builder.store(0, best);
-      builder.store(1, best_index);
-    };
-    launch_pool_kernel(spec);
-    fresh = false;
-  }
+      better = context.both(valid, better);
+      best = builder.select(better, value, best);
+      best_index = builder.select(better, context.add(row_index[i], columns.coordinate[j]), best_index);
+    });
+    builder.store(0, best);
+    builder.store(1, best_index);
+  };
+  launch_tap_blocks(spec, blocks);
 }
 
 }  // namespace

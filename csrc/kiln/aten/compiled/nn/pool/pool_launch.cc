@@ -138,33 +138,6 @@ int64_t pack_pair(const char* op_name, int64_t first, int64_t second) {
   return (first << 32) | second;
 }
 
-std::vector<std::pair<int64_t, int64_t>> TapBlocks::origins() const {
-  std::vector<std::pair<int64_t, int64_t>> result;
-  for (int64_t row = 0; row < rows; row += block_rows) {
-    for (int64_t column = 0; column < columns; column += block_columns) {
-      result.emplace_back(row, column);
-    }
-  }
-  return result;
-}
-
-TapBlocks plan_tap_blocks(int64_t rows, int64_t columns) {
-  TapBlocks blocks;
-  blocks.rows = std::max<int64_t>(rows, 1);
-  blocks.columns = std::max<int64_t>(columns, 1);
-  if (blocks.rows * blocks.columns <= kMaxTapsPerLaunch) {
-    blocks.block_rows = blocks.rows;
-    blocks.block_columns = blocks.columns;
-  } else if (blocks.columns <= kMaxTapsPerLaunch) {
-    blocks.block_rows = kMaxTapsPerLaunch / blocks.columns;
-    blocks.block_columns = blocks.columns;
-  } else {
-    blocks.block_rows = 1;
-    blocks.block_columns = kMaxTapsPerLaunch;
-  }
-  return blocks;
-}
-
 int64_t max_adaptive_window(int64_t output_size, int64_t input_size) {
   int64_t largest = 0;
   for (int64_t index = 0; index < output_size; ++index) {

@@ -1,5 +1,6 @@
 // The iteration space and launcher shared by the 2-D pooling kernels
-// (max_pool2d.cc, avg_pool2d.cc, adaptive_avg_pool2d.cc).
+// (max_pool2d.cc, avg_pool2d.cc, adaptive_avg_pool2d.cc,
+// adaptive_max_pool2d.cc).
 //
 // A pooling kernel runs once per element of a pooled tensor: an NCHW or
 // unbatched CHW tensor seen as (width, height, channels, batch) positions.
@@ -7,9 +8,9 @@
 // strides, so a tensor with strides (0, 0, channel, batch) is the base of one
 // plane, read at any (h, w) with an indexed load of offset h*sH + w*sW. This
 // is how a kernel reads a pooling window: the window is unrolled in the
-// kernel (its size is part of the kernel's signature, see TapBlocks) while
-// sizes, strides, padding and dilation are int64 launch scalars, so one
-// compiled kernel serves every shape.
+// kernel (its size is part of the kernel's signature; tap_blocks.h splits a
+// large one) while sizes, strides, padding and dilation are int64 launch
+// scalars, so one compiled kernel serves every shape.
 //
 // Launches are asynchronous, on the stream of the first output; nothing runs
 // for zero positions. Errors (an unsupported dtype, a failed compile) raise
@@ -137,21 +138,6 @@ Pool2dParameters pool2d_parameters(at::IntArrayRef kernel_size, at::IntArrayRef 
 // pooling window takes more parameters than that). Raises a RuntimeError
 // naming `op_name` for a value out of range.
 int64_t pack_pair(const char* op_name, int64_t first, int64_t second);
-
-// Windows are unrolled in blocks of at most kMaxTapsPerLaunch taps (rows x
-// columns); a larger window takes several launches that carry their partial
-// result in memory. Blocks are whole rows when a row fits, so taps are always
-// visited in row-major order, as ATen's CPU kernels visit them.
-constexpr int64_t kMaxTapsPerLaunch = 64;
-
-struct TapBlocks {
-  int64_t rows = 1, columns = 1;              // the whole window
-  int64_t block_rows = 1, block_columns = 1;  // taps per launch
-  bool single() const { return block_rows == rows && block_columns == columns; }
-  // Block origins {row, column}, in visiting order.
-  std::vector<std::pair<int64_t, int64_t>> origins() const;
-};
-TapBlocks plan_tap_blocks(int64_t rows, int64_t columns);
 
 // The largest end_index - start_index of ATen's adaptive pooling windows of
 // `output_size` outputs over `input_size` inputs.

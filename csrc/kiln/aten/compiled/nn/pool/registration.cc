@@ -21,7 +21,7 @@
 //    tensor's dtype, in the CPU's order (rows of outputs, then columns), so
 //    half-precision results match the CPU's; max-pool backward adds the
 //    gradient at each index, ignoring indices outside the input plane.
-// Windows larger than kMaxTapsPerLaunch (pool_launch.h) take several
+// Windows larger than kMaxTapsPerLaunch (tap_blocks.h) take several
 // launches.
 #include <torch/library.h>
 

@@ -1,5 +1,5 @@
 // _adaptive_avg_pool3d (and adaptive_avg_pool3d.out) and its backward
-// (registered in aten/compiled/nn/spatial/registration.cc).
+// (registered in nn/pool/registration.cc).
 //
 // Output o along a dim of input size n and output size m averages inputs
 // [floor(o * n / m), ceil((o + 1) * n / m)). The host lists each dim's window
@@ -10,7 +10,8 @@
 // The backward runs over grad_output and, innermost, each window's taps, in
 // the CPU's order, adding grad_output / kd / kh / kw (each step rounded to
 // the tensor's dtype, as the CPU's scalar_t arithmetic) at every tap.
-// Windows over kMaxTaps taps keep the CPU's kernels.
+// Windows over kMaxTaps taps keep the CPU's kernels. Tables, operands and
+// tap visits: window_tables.h.
 //
 // Errors and dtypes (floating) are the CPU's.
 #include <ATen/native/CPUFallback.h>
@@ -20,11 +21,13 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "kiln/aten/compiled/launch/indexed_kernel.h"
 #include "kiln/aten/compiled/nn/pool/adaptive_avg_pool3d.h"
+#include "kiln/aten/compiled/nn/pool/window_tables.h"
 #include "kiln/aten/cpu_fallback.h"
 
 namespace kiln::torch_integration::compiled {
@@ -45,8 +48,8 @@ int64_t longest_window(int64_t input, int64_t output) {
 
 // Element offsets of output o's window taps (entry o * taps + t; -1 past the
 // window) along one dim of `input` size, and each window's length (entry o).
-std::pair<at::Tensor, at::Tensor> window_tables(int64_t input, int64_t output, int64_t taps,
-                                                int64_t stride, const at::Device& device) {
+DimTables dim_tables(int64_t input, int64_t output, int64_t taps, int64_t stride,
+                     const at::Device& device) {
   at::Tensor offsets = at::empty({output * taps}, at::TensorOptions().dtype(at::kLong));
   at::Tensor lengths = at::empty({output}, at::TensorOptions().dtype(at::kLong));
   int64_t* offset = offsets.data_ptr<int64_t>();
@@ -77,26 +80,18 @@ void check_floating(const at::Tensor& tensor, const char* name) {
                               c10::toString(type), "'");
 }
 
-at::Tensor batched(const at::Tensor& tensor) { return tensor.dim() == 5 ? tensor : tensor.unsqueeze(0); }
-
-// Operands: the tables of each dim over an iteration space of `rank` dims
-// whose dims 2..4 are the output's spatial dims and, when `tap_dims`, dims
-// 5..7 each dim's taps.
-void add_tables(std::vector<KernelOperand>& inputs, const at::Tensor& input, at::IntArrayRef out,
-                const int64_t* taps, int64_t rank, bool tap_dims) {
+// The tables of the three dims of batched `input` pooled into `output` sizes,
+// `taps` tap slots per output.
+std::array<DimTables, 3> window_tables(const at::Tensor& input, at::IntArrayRef output,
+                                       const std::array<int64_t, 3>& taps) {
+  std::array<DimTables, 3> tables;
   for (int k = 0; k < 3; ++k) {
-    auto [offsets, lengths] = window_tables(input.size(2 + k), out[2 + k], taps[k], input.stride(2 + k),
-                                            input.device());
-    c10::DimVector offset_strides(rank, 0), length_strides(rank, 0);
-    offset_strides[2 + k] = taps[k];
-    length_strides[2 + k] = 1;
-    if (tap_dims) offset_strides[5 + k] = 1;
-    inputs.push_back(operand_with_strides(offsets, offset_strides));
-    inputs.push_back(operand_with_strides(lengths, length_strides));
+    tables[k] = dim_tables(input.size(2 + k), output[2 + k], taps[k], input.stride(2 + k), input.device());
   }
+  return tables;
 }
 
-bool too_large(const int64_t* taps) { return taps[0] * taps[1] * taps[2] > kMaxTaps; }
+bool too_large(const std::array<int64_t, 3>& taps) { return taps[0] * taps[1] * taps[2] > kMaxTaps; }
 
 }  // namespace
 
@@ -107,9 +102,9 @@ at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, at::IntArrayRef outp
               " for `output` but got dtype ", out.dtype());
   check_floating(self, "adaptive_avg_pool3d_cpu");
   const int64_t rank = self.dim();
-  const int64_t taps[3] = {longest_window(self.size(rank - 3), output_size[0]),
-                           longest_window(self.size(rank - 2), output_size[1]),
-                           longest_window(self.size(rank - 1), output_size[2])};
+  const std::array<int64_t, 3> taps = {longest_window(self.size(rank - 3), output_size[0]),
+                                       longest_window(self.size(rank - 2), output_size[1]),
+                                       longest_window(self.size(rank - 1), output_size[2])};
   if (too_large(taps)) {
     return at::native::call_fallback_fn<&cpu_fallback, at::_ops::adaptive_avg_pool3d_out>::call(
         self, output_size, out);
@@ -118,9 +113,7 @@ at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, at::IntArrayRef outp
   sizes.insert(sizes.end(), output_size.begin(), output_size.end());
   out.resize_(sizes);
   if (out.numel() == 0) return out;
-  at::Tensor input = batched(self), output = batched(out);
-  std::vector<KernelOperand> inputs{operand_with_strides(input, {input.stride(0), input.stride(1), 0, 0, 0})};
-  add_tables(inputs, input, output.sizes(), taps, 5, /*tap_dims=*/false);
+  at::Tensor input = batched_5d(self), output = batched_5d(out);
   const std::string key = "adaptive_avg_pool3d|" + std::to_string(taps[0]) + "x" +
                           std::to_string(taps[1]) + "x" + std::to_string(taps[2]);
   IndexedKernelSpec spec;
@@ -129,37 +122,21 @@ at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, at::IntArrayRef outp
     ir::Builder& builder = context.builder;
     const ir::DType storage = context.input_dtypes[0];
     const ir::DType compute = ir::compute_dtype(storage);
-    auto i64 = [&](int64_t value) { return builder.constant(static_cast<double>(value), ir::DType::kInt64); };
-    std::vector<std::vector<ValueId>> offset(3), valid(3);
-    for (int k = 0; k < 3; ++k) {
-      for (int64_t t = 0; t < taps[k]; ++t) {
-        ValueId entry = builder.indexed_load(1 + 2 * k, i64(t));
-        offset[k].push_back(entry);
-        valid[k].push_back(builder.binary(OpCode::kLessEqual, i64(0), entry));
-      }
-    }
+    WindowTaps window = load_window_taps(context, taps);
     ValueId sum = builder.constant(0, compute);
-    for (int64_t d = 0; d < taps[0]; ++d) {
-      for (int64_t h = 0; h < taps[1]; ++h) {
-        for (int64_t w = 0; w < taps[2]; ++w) {
-          ValueId ok = builder.binary(OpCode::kLogicalAnd, builder.binary(OpCode::kLogicalAnd, valid[0][d], valid[1][h]),
-                                      valid[2][w]);
-          ValueId at = builder.select(ok, builder.binary(OpCode::kAdd, builder.binary(OpCode::kAdd, offset[0][d], offset[1][h]),
-                                                         offset[2][w]), i64(0));
-          ValueId value = builder.indexed_load(0, at);
-          // The CPU sums (and divides) in the tensor's own dtype: each step
-          // rounds for the half types.
-          sum = builder.select(ok, builder.cast(builder.binary(OpCode::kAdd, sum, value), storage), sum);
-        }
-      }
-    }
+    for_each_window_tap(context, window, [&](ValueId ok, ValueId value) {
+      // The CPU sums (and divides) in the tensor's own dtype: each step
+      // rounds for the half types.
+      sum = builder.select(ok, builder.cast(builder.binary(OpCode::kAdd, sum, value), storage), sum);
+    });
     for (int k = 0; k < 3; ++k) {
       sum = builder.cast(builder.binary(OpCode::kDivide, sum, builder.cast(builder.load(2 + 2 * k), compute)),
                          storage);
     }
     builder.store(0, builder.cast(sum, context.output_dtypes[0]));
   };
-  launch_indexed_kernel("aten::_adaptive_avg_pool3d", spec, output.sizes(), inputs, {operand_of(output)});
+  launch_window_forward("aten::_adaptive_avg_pool3d", spec, input, output,
+                        window_tables(input, output.sizes(), taps), taps);
   return out;
 }
 
@@ -174,22 +151,16 @@ at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad_output, const at:
               grad_output.sizes());
   check_floating(grad_output, "adaptive_avg_pool3d_backward_cpu");
   const int64_t rank = self.dim();
-  const int64_t taps[3] = {longest_window(self.size(rank - 3), grad_output.size(rank - 3)),
-                           longest_window(self.size(rank - 2), grad_output.size(rank - 2)),
-                           longest_window(self.size(rank - 1), grad_output.size(rank - 1))};
+  const std::array<int64_t, 3> taps = {longest_window(self.size(rank - 3), grad_output.size(rank - 3)),
+                                       longest_window(self.size(rank - 2), grad_output.size(rank - 2)),
+                                       longest_window(self.size(rank - 1), grad_output.size(rank - 1))};
   if (too_large(taps)) {
     return at::native::call_fallback_fn<&cpu_fallback, at::_ops::_adaptive_avg_pool3d_backward>::call(
         grad_output, self);
   }
   at::Tensor grad_input = at::zeros_like(self, at::MemoryFormat::Contiguous);
   if (grad_output.numel() == 0) return grad_input;
-  at::Tensor gradient = batched(grad_output), target = batched(grad_input);
-  c10::DimVector shape(gradient.sizes().begin(), gradient.sizes().end());
-  shape.insert(shape.end(), taps, taps + 3);
-  c10::DimVector gradient_strides(gradient.strides().begin(), gradient.strides().end());
-  gradient_strides.resize(8, 0);
-  std::vector<KernelOperand> inputs{operand_with_strides(gradient, gradient_strides)};
-  add_tables(inputs, target, gradient.sizes(), taps, 8, /*tap_dims=*/true);
+  at::Tensor gradient = batched_5d(grad_output), target = batched_5d(grad_input);
   IndexedKernelSpec spec;
   spec.key = "adaptive_avg_pool3d_backward";
   spec.single_threaded = true;
@@ -198,24 +169,17 @@ at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad_output, const at:
     ir::Builder& builder = context.builder;
     const ir::DType storage = context.output_dtypes[0];
     const ir::DType compute = ir::compute_dtype(storage);
-    ValueId zero = builder.constant(0, ir::DType::kInt64);
-    ValueId offset = zero;
-    ValueId ok = -1;
+    WindowTap tap = load_window_tap(context);
+    // grad_output / kd / kh / kw, each step rounded to the tensor's dtype.
     ValueId delta = builder.load(0);
     for (int k = 0; k < 3; ++k) {
-      ValueId entry = builder.load(1 + 2 * k);
-      ValueId inside = builder.binary(OpCode::kLessEqual, zero, entry);
-      ok = k == 0 ? inside : builder.binary(OpCode::kLogicalAnd, ok, inside);
-      offset = builder.binary(OpCode::kAdd, offset, entry);
       delta = builder.cast(builder.binary(OpCode::kDivide, delta, builder.cast(builder.load(2 + 2 * k), compute)),
                            storage);
     }
-    // Taps past a window's end add zero at the plane's first element.
-    builder.store_indexed(0, builder.select(ok, delta, builder.constant(0, builder.dtype_of(delta))),
-                          builder.select(ok, offset, zero), /*accumulate=*/true);
+    scatter_add_at_tap(context, tap, delta);
   };
-  launch_indexed_kernel("aten::_adaptive_avg_pool3d_backward", spec, shape, inputs,
-                        {operand_with_strides(target, {target.stride(0), target.stride(1), 0, 0, 0, 0, 0, 0})});
+  launch_window_backward("aten::_adaptive_avg_pool3d_backward", spec, gradient, target,
+                         window_tables(target, gradient.sizes(), taps), taps);
   return grad_input;
 }
 

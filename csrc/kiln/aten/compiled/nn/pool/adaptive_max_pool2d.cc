@@ -1,5 +1,5 @@
 // adaptive_max_pool2d and its backward (adaptive_max_pool1d is composite
-// over it), registered in aten/compiled/nn/spatial/registration.cc.
+// over it), registered in nn/pool/registration.cc.
 //
 // Output o along a dim of input size n and output size m covers inputs
 // [floor(o * n / m), ceil((o + 1) * n / m)). The forward unrolls the largest

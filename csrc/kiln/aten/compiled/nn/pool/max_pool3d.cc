@@ -1,5 +1,5 @@
 // 3-D max pooling with indices (max_pool3d_with_indices) and adaptive 3-D max
-// pooling, forward and backward (registered in aten/compiled/nn/spatial/registration.cc).
+// pooling, forward and backward (registered in nn/pool/registration.cc).
 //
 // A window along each dim depends only on the output coordinate along it, so
 // the host lists each dim's taps per output coordinate (the valid ones first,

@@ -1,4 +1,4 @@
-// max_unpool2d and max_unpool3d (registered in aten/compiled/nn/spatial/registration.cc;
+// max_unpool2d and max_unpool3d (registered in nn/pool/registration.cc;
 // autograd's formula for them is a gather, already compiled).
 //
 // The output is zeroed, then each input element is written at its index

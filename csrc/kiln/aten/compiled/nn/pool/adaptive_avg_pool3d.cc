@@ -22,10 +22,10 @@
 #include <ATen/ops/zeros_like.h>
 
 #include <array>
-#include <string>
 #include <vector>
 
 #include "kiln/aten/compiled/launch/indexed_kernel.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/nn/pool/adaptive_avg_pool3d.h"
 #include "kiln/aten/compiled/nn/pool/window_tables.h"
 #include "kiln/aten/cpu_fallback.h"
@@ -114,10 +114,10 @@ at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, at::IntArrayRef outp
   out.resize_(sizes);
   if (out.numel() == 0) return out;
   at::Tensor input = batched_5d(self), output = batched_5d(out);
-  const std::string key = "adaptive_avg_pool3d|" + std::to_string(taps[0]) + "x" +
-                          std::to_string(taps[1]) + "x" + std::to_string(taps[2]);
+  Signature key("adaptive_avg_pool3d|");
+  key.append_number(taps[0]).append('x').append_number(taps[1]).append('x').append_number(taps[2]);
   IndexedKernelSpec spec;
-  spec.key = key;
+  spec.key = key.view();
   spec.body = [&taps](IndexedKernelContext& context) {
     ir::Builder& builder = context.builder;
     const ir::DType storage = context.input_dtypes[0];

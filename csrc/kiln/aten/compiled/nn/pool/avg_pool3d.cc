@@ -17,9 +17,9 @@
 #include <ATen/ops/empty.h>
 
 #include <array>
-#include <string>
 
 #include "kiln/aten/compiled/launch/indexed_kernel.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
 #include "kiln/aten/compiled/nn/pool/avg_pool3d.h"
 #include "kiln/aten/compiled/nn/pool/window_tables.h"
@@ -98,10 +98,11 @@ void avg_pool3d_into(const at::Tensor& self, const Window3d& w, bool count_inclu
   at::Tensor input = batched_5d(self), output = batched_5d(out);
   const bool has_override = divisor_override.has_value();
   const std::array<int64_t, 3>& taps = w.kernel;
-  const std::string key = "avg_pool3d|" + std::to_string(taps[0]) + "x" + std::to_string(taps[1]) + "x" +
-                          std::to_string(taps[2]) + (has_override ? "|override" : "");
+  Signature key("avg_pool3d|");
+  key.append_number(taps[0]).append('x').append_number(taps[1]).append('x').append_number(taps[2]);
+  if (has_override) key.append("|override");
   IndexedKernelSpec spec;
-  spec.key = key;
+  spec.key = key.view();
   spec.body = [&taps, has_override](IndexedKernelContext& context) {
     ir::Builder& builder = context.builder;
     const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);

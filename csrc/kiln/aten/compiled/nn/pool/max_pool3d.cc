@@ -24,10 +24,10 @@
 
 #include <functional>
 #include <limits>
-#include <string>
 #include <vector>
 
 #include "kiln/aten/compiled/launch/indexed_kernel.h"
+#include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/nn/pool/max_pool3d.h"
 #include "kiln/aten/compiled/nn/pool/max_unpool.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
@@ -128,10 +128,10 @@ void max_scan(const char* op_name, const at::Tensor& input, const std::vector<Wi
     inputs.push_back(operand_with_strides(offsets, strides));
     inputs.push_back(operand_with_strides(shares, strides));
   }
-  const std::string key = "max_pool3d_scan|" + std::to_string(taps[0]) + "x" +
-                          std::to_string(taps[1]) + "x" + std::to_string(taps[2]);
+  Signature key("max_pool3d_scan|");
+  key.append_number(taps[0]).append('x').append_number(taps[1]).append('x').append_number(taps[2]);
   IndexedKernelSpec spec;
-  spec.key = key;
+  spec.key = key.view();
   spec.body = [&taps](IndexedKernelContext& context) {
     ir::Builder& builder = context.builder;
     const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);

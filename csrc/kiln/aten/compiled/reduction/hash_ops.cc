@@ -6,12 +6,10 @@
 
 #include <vector>
 
-#include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
-
-using HashMeta = StructuredOutputs<at::meta::structured_hash_tensor>;
 
 void hash_into(const at::Tensor& self, at::IntArrayRef dim, int64_t mode, at::Tensor& out) {
   TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);
@@ -53,17 +51,16 @@ void hash_into(const at::Tensor& self, at::IntArrayRef dim, int64_t mode, at::Te
 }  // namespace
 
 at::Tensor hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode) {
-  HashMeta meta;
-  meta.meta(self, dim, keepdim, mode);
-  hash_into(self, dim, mode, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_hash_tensor>(nullptr, [&](at::Tensor& result) {
+    hash_into(self, dim, mode, result);
+  }, self, dim, keepdim, mode);
 }
 
 at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim,
                             int64_t mode, at::Tensor& out) {
-  HashMeta meta({out});
-  meta.meta(self, dim, keepdim, mode);
-  hash_into(self, dim, mode, out);
+  structured<at::meta::structured_hash_tensor>(&out, [&](at::Tensor& result) {
+    hash_into(self, dim, mode, result);
+  }, self, dim, keepdim, mode);
   return out;
 }
 

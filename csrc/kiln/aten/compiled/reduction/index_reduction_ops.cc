@@ -13,6 +13,7 @@
 #include <ATen/ops/min_meta.h>
 
 #include "kiln/aten/compiled/launch/reduction_support.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -79,6 +80,7 @@ at::Tensor& all_of_out(const char* name, const char* op_name, ReduceOp op, const
 template <typename Meta>
 std::tuple<at::Tensor, at::Tensor> with_index(const char* op_name, const char* key, ReduceOp op,
                                               const at::Tensor& self, int64_t dim, bool keepdim) {
+  // Two outputs, and the meta function's wrapped dim is needed: not structured().
   StructuredOutputs<Meta, 2> meta;
   int64_t wrapped = meta.meta(self, dim, keepdim).dim;
   select_with_index(op_name, key, op, self, reduced_dims(self, wrapped), meta.output(0),
@@ -91,6 +93,7 @@ std::tuple<at::Tensor&, at::Tensor&> with_index_out(const char* op_name, const c
                                                     ReduceOp op, const at::Tensor& self,
                                                     int64_t dim, bool keepdim, at::Tensor& values,
                                                     at::Tensor& indices) {
+  // Two outputs, and the meta function's wrapped dim is needed: not structured().
   StructuredOutputs<Meta, 2> meta({values, indices});
   int64_t wrapped = meta.meta(self, dim, keepdim).dim;
   select_with_index(op_name, key, op, self, reduced_dims(self, wrapped), values, indices);
@@ -143,32 +146,30 @@ std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t
 }
 
 at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  StructuredOutputs<at::meta::structured_argmax> meta;
-  meta.meta(self, dim, keepdim);
-  arg_into("argmax", "aten::argmax", ReduceOp::kArgMax, self, dim, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_argmax>(nullptr, [&](const at::Tensor& result) {
+    arg_into("argmax", "aten::argmax", ReduceOp::kArgMax, self, dim, result);
+  }, self, dim, keepdim);
 }
 
 at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
                        at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_argmax> meta({out});
-  meta.meta(self, dim, keepdim);
-  arg_into("argmax", "aten::argmax.out", ReduceOp::kArgMax, self, dim, out);
+  structured<at::meta::structured_argmax>(&out, [&](const at::Tensor& result) {
+    arg_into("argmax", "aten::argmax.out", ReduceOp::kArgMax, self, dim, result);
+  }, self, dim, keepdim);
   return out;
 }
 
 at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  StructuredOutputs<at::meta::structured_argmin> meta;
-  meta.meta(self, dim, keepdim);
-  arg_into("argmin", "aten::argmin", ReduceOp::kArgMin, self, dim, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_argmin>(nullptr, [&](const at::Tensor& result) {
+    arg_into("argmin", "aten::argmin", ReduceOp::kArgMin, self, dim, result);
+  }, self, dim, keepdim);
 }
 
 at::Tensor& argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
                        at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_argmin> meta({out});
-  meta.meta(self, dim, keepdim);
-  arg_into("argmin", "aten::argmin.out", ReduceOp::kArgMin, self, dim, out);
+  structured<at::meta::structured_argmin>(&out, [&](const at::Tensor& result) {
+    arg_into("argmin", "aten::argmin.out", ReduceOp::kArgMin, self, dim, result);
+  }, self, dim, keepdim);
   return out;
 }
 
@@ -186,6 +187,7 @@ void aminmax_into(const char* op_name, const at::Tensor& self, std::optional<int
 
 std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim,
                                            bool keepdim) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_aminmax, 2> meta;
   meta.meta(self, dim, keepdim);
   aminmax_into("aten::aminmax", self, dim, meta.output(0), meta.output(1));
@@ -194,6 +196,7 @@ std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional
 
 std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::optional<int64_t> dim,
                                                  bool keepdim, at::Tensor& min, at::Tensor& max) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_aminmax, 2> meta({min, max});
   meta.meta(self, dim, keepdim);
   aminmax_into("aten::aminmax.out", self, dim, min, max);

@@ -15,6 +15,7 @@
 
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/reduction_support.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -93,34 +94,32 @@ void fold_logical(const char* op_name, ReduceOp op, const at::Tensor& self,
 
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_sum_dim_IntList> meta({out});
-  meta.meta(self, dim, keepdim, dtype);
-  fold("aten::sum.IntList_out", "sum", ReduceOp::kSum, self, reduced_dims(self, dim), out);
+  structured<at::meta::structured_sum_dim_IntList>(&out, [&](const at::Tensor& result) {
+    fold("aten::sum.IntList_out", "sum", ReduceOp::kSum, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim, dtype);
   return out;
 }
 
 at::Tensor sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                std::optional<at::ScalarType> dtype) {
-  StructuredOutputs<at::meta::structured_sum_dim_IntList> meta;
-  meta.meta(self, dim, keepdim, dtype);
-  fold("aten::sum.dim_IntList", "sum", ReduceOp::kSum, self, reduced_dims(self, dim), meta.output());
-  return meta.output();
+  return structured<at::meta::structured_sum_dim_IntList>(nullptr, [&](const at::Tensor& result) {
+    fold("aten::sum.dim_IntList", "sum", ReduceOp::kSum, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim, dtype);
 }
 
 at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_mean_dim> meta({out});
-  meta.meta(self, dim, keepdim, dtype);
-  fold("aten::mean.out", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), out, true);
+  structured<at::meta::structured_mean_dim>(&out, [&](const at::Tensor& result) {
+    fold("aten::mean.out", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), result, true);
+  }, self, dim, keepdim, dtype);
   return out;
 }
 
 at::Tensor mean(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                 std::optional<at::ScalarType> dtype) {
-  StructuredOutputs<at::meta::structured_mean_dim> meta;
-  meta.meta(self, dim, keepdim, dtype);
-  fold("aten::mean.dim", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), meta.output(), true);
-  return meta.output();
+  return structured<at::meta::structured_mean_dim>(nullptr, [&](const at::Tensor& result) {
+    fold("aten::mean.dim", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), result, true);
+  }, self, dim, keepdim, dtype);
 }
 
 at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
@@ -132,18 +131,17 @@ at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
 
 at::Tensor& prod_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
                          std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_prod_dim_int> meta({out});
-  meta.meta(self, dim, keepdim, dtype);
-  fold("aten::prod.int_out", "prod", ReduceOp::kProduct, self, reduced_dims(self, dim), out);
+  structured<at::meta::structured_prod_dim_int>(&out, [&](const at::Tensor& result) {
+    fold("aten::prod.int_out", "prod", ReduceOp::kProduct, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim, dtype);
   return out;
 }
 
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
-  StructuredOutputs<at::meta::structured_prod_dim_int> meta;
-  meta.meta(self, dim, keepdim, dtype);
-  fold("aten::prod.dim_int", "prod", ReduceOp::kProduct, self, reduced_dims(self, dim), meta.output());
-  return meta.output();
+  return structured<at::meta::structured_prod_dim_int>(nullptr, [&](const at::Tensor& result) {
+    fold("aten::prod.dim_int", "prod", ReduceOp::kProduct, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim, dtype);
 }
 
 // nansum has no meta function: these are the checks of ATen's nansum_out.
@@ -186,70 +184,65 @@ at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dim) {
 }
 
 at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_amax> meta({out});
-  meta.meta(self, dim, keepdim);
-  fold("aten::amax.out", "amax", ReduceOp::kMax, self, reduced_dims(self, dim), out);
+  structured<at::meta::structured_amax>(&out, [&](const at::Tensor& result) {
+    fold("aten::amax.out", "amax", ReduceOp::kMax, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim);
   return out;
 }
 
 at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  StructuredOutputs<at::meta::structured_amax> meta;
-  meta.meta(self, dim, keepdim);
-  fold("aten::amax", "amax", ReduceOp::kMax, self, reduced_dims(self, dim), meta.output());
-  return meta.output();
+  return structured<at::meta::structured_amax>(nullptr, [&](const at::Tensor& result) {
+    fold("aten::amax", "amax", ReduceOp::kMax, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim);
 }
 
 at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_amin> meta({out});
-  meta.meta(self, dim, keepdim);
-  fold("aten::amin.out", "amin", ReduceOp::kMin, self, reduced_dims(self, dim), out);
+  structured<at::meta::structured_amin>(&out, [&](const at::Tensor& result) {
+    fold("aten::amin.out", "amin", ReduceOp::kMin, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim);
   return out;
 }
 
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  StructuredOutputs<at::meta::structured_amin> meta;
-  meta.meta(self, dim, keepdim);
-  fold("aten::amin", "amin", ReduceOp::kMin, self, reduced_dims(self, dim), meta.output());
-  return meta.output();
+  return structured<at::meta::structured_amin>(nullptr, [&](const at::Tensor& result) {
+    fold("aten::amin", "amin", ReduceOp::kMin, self, reduced_dims(self, dim), result);
+  }, self, dim, keepdim);
 }
 
 // any and all, every overload: the meta function, then fold_logical.
 #define KILN_DEFINE_LOGICAL(name, op)                                                              \
   at::Tensor name(const at::Tensor& self) {                                                        \
-    StructuredOutputs<at::meta::structured_##name> meta;                                            \
-    meta.meta(self);                                                                               \
-    fold_logical("aten::" #name, op, self, std::nullopt, meta.output());                           \
-    return meta.output();                                                                          \
+    return structured<at::meta::structured_##name>(nullptr, [&](const at::Tensor& result) {        \
+      fold_logical("aten::" #name, op, self, std::nullopt, result);                                \
+    }, self);                                                                                      \
   }                                                                                                \
   at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                                \
-    StructuredOutputs<at::meta::structured_##name> meta({out});                                     \
-    meta.meta(self);                                                                               \
-    fold_logical("aten::" #name ".all_out", op, self, std::nullopt, out);                          \
+    structured<at::meta::structured_##name>(&out, [&](const at::Tensor& result) {                  \
+      fold_logical("aten::" #name ".all_out", op, self, std::nullopt, result);                     \
+    }, self);                                                                                      \
     return out;                                                                                    \
   }                                                                                                \
   at::Tensor name##_dim(const at::Tensor& self, int64_t dim, bool keepdim) {                       \
-    StructuredOutputs<at::meta::structured_##name##_dim> meta;                                      \
-    meta.meta(self, dim, keepdim);                                                                 \
-    fold_logical("aten::" #name ".dim", op, self, dim, meta.output());                             \
-    return meta.output();                                                                          \
+    return structured<at::meta::structured_##name##_dim>(nullptr, [&](const at::Tensor& result) {  \
+      fold_logical("aten::" #name ".dim", op, self, dim, result);                                  \
+    }, self, dim, keepdim);                                                                        \
   }                                                                                                \
   at::Tensor& name##_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) { \
-    StructuredOutputs<at::meta::structured_##name##_dim> meta({out});                               \
-    meta.meta(self, dim, keepdim);                                                                 \
-    fold_logical("aten::" #name ".out", op, self, dim, out);                                       \
+    structured<at::meta::structured_##name##_dim>(&out, [&](const at::Tensor& result) {            \
+      fold_logical("aten::" #name ".out", op, self, dim, result);                                  \
+    }, self, dim, keepdim);                                                                        \
     return out;                                                                                    \
   }                                                                                                \
   at::Tensor name##_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {      \
-    StructuredOutputs<at::meta::structured_##name##_dims> meta;                                     \
-    meta.meta(self, dim, keepdim);                                                                 \
-    fold_logical("aten::" #name ".dims", op, self, dim, meta.output());                            \
-    return meta.output();                                                                          \
+    return structured<at::meta::structured_##name##_dims>(nullptr, [&](const at::Tensor& result) { \
+      fold_logical("aten::" #name ".dims", op, self, dim, result);                                 \
+    }, self, dim, keepdim);                                                                        \
   }                                                                                                \
   at::Tensor& name##_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,   \
                               at::Tensor& out) {                                                   \
-    StructuredOutputs<at::meta::structured_##name##_dims> meta({out});                              \
-    meta.meta(self, dim, keepdim);                                                                 \
-    fold_logical("aten::" #name ".dims_out", op, self, dim, out);                                  \
+    structured<at::meta::structured_##name##_dims>(&out, [&](const at::Tensor& result) {           \
+      fold_logical("aten::" #name ".dims_out", op, self, dim, result);                             \
+    }, self, dim, keepdim);                                                                        \
     return out;                                                                                    \
   }
 

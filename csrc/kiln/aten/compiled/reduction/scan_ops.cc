@@ -14,6 +14,7 @@
 #include "kiln/aten/compiled/launch/pointwise.h"
 #include "kiln/aten/compiled/launch/reduction.h"
 #include "kiln/aten/compiled/launch/reduction_support.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -190,24 +191,24 @@ void scan_into(const char* op_name, ScanKind kind, const at::Tensor& self, int64
 template <typename Meta>
 at::Tensor scan(const char* op_name, ScanKind kind, const at::Tensor& self, int64_t dim,
                 std::optional<at::ScalarType> dtype) {
-  StructuredOutputs<Meta> meta;
-  meta.meta(self, dim, dtype);
-  scan_into(op_name, kind, self, dim, meta.output());
-  return meta.output();
+  return structured<Meta>(nullptr, [&](const at::Tensor& result) {
+    scan_into(op_name, kind, self, dim, result);
+  }, self, dim, dtype);
 }
 
 template <typename Meta>
 at::Tensor& scan_out(const char* op_name, ScanKind kind, const at::Tensor& self, int64_t dim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  StructuredOutputs<Meta> meta({out});
-  meta.meta(self, dim, dtype);
-  scan_into(op_name, kind, self, dim, out);
+  structured<Meta>(&out, [&](const at::Tensor& result) {
+    scan_into(op_name, kind, self, dim, result);
+  }, self, dim, dtype);
   return out;
 }
 
 template <typename Meta>
 at::Tensor& scan_in_place(const char* op_name, ScanKind kind, at::Tensor& self, int64_t dim,
                           std::optional<at::ScalarType> dtype) {
+  // In place: structured() (structured_run.h) has no in-place form.
   StructuredOutputs<Meta> meta({self}, /*in_place=*/true);
   meta.meta(self, dim, dtype);
   scan_into(op_name, kind, self, dim, self);

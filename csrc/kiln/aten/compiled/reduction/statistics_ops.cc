@@ -18,6 +18,7 @@
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/pointwise.h"
 #include "kiln/aten/compiled/launch/reduction_support.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -301,52 +302,51 @@ std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::Optional
 at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& ord,
                                    at::OptionalIntArrayRef dim, bool keepdim,
                                    std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_linalg_vector_norm> meta({out});
-  meta.meta(self, ord, dim, keepdim, dtype);
-  vector_norm_into("aten::linalg_vector_norm.out", self, ord.toDouble(), dim, out);
+  structured<at::meta::structured_linalg_vector_norm>(&out, [&](const at::Tensor& result) {
+    vector_norm_into("aten::linalg_vector_norm.out", self, ord.toDouble(), dim, result);
+  }, self, ord, dim, keepdim, dtype);
   return out;
 }
 
 at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord,
                               at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype) {
-  StructuredOutputs<at::meta::structured_linalg_vector_norm> meta;
-  meta.meta(self, ord, dim, keepdim, dtype);
-  vector_norm_into("aten::linalg_vector_norm", self, ord.toDouble(), dim, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_linalg_vector_norm>(nullptr, [&](const at::Tensor& result) {
+    vector_norm_into("aten::linalg_vector_norm", self, ord.toDouble(), dim, result);
+  }, self, ord, dim, keepdim, dtype);
 }
 
 // ATen's norm overloads run their own meta function, then
 // linalg_vector_norm_out into the result (whose checks then apply too).
 at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& p,
                      at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim> meta({out});
-  meta.meta(self, optional_ref(p), dim, keepdim);
-  return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
+  structured<at::meta::structured_norm_ScalarOpt_dim>(&out, [&](at::Tensor& result) {
+    linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, result);
+  }, self, optional_ref(p), dim, keepdim);
+  return out;
 }
 
 at::Tensor norm(const at::Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim,
                 bool keepdim) {
-  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim> meta;
-  meta.meta(self, optional_ref(p), dim, keepdim);
-  at::Tensor out = meta.output();
-  return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
+  return structured<at::meta::structured_norm_ScalarOpt_dim>(nullptr, [&](at::Tensor& result) {
+    linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, result);
+  }, self, optional_ref(p), dim, keepdim);
 }
 
 at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& p,
                            at::IntArrayRef dim, bool keepdim, at::ScalarType dtype,
                            at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim_dtype> meta({out});
-  meta.meta(self, optional_ref(p), dim, keepdim, dtype);
-  return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);
+  structured<at::meta::structured_norm_ScalarOpt_dim_dtype>(&out, [&](at::Tensor& result) {
+    linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, result);
+  }, self, optional_ref(p), dim, keepdim, dtype);
+  return out;
 }
 
 at::Tensor norm_dtype(const at::Tensor& self, const std::optional<c10::Scalar>& p,
                       at::IntArrayRef dim, bool keepdim, at::ScalarType dtype) {
-  StructuredOutputs<at::meta::structured_norm_ScalarOpt_dim_dtype> meta;
-  meta.meta(self, optional_ref(p), dim, keepdim, dtype);
-  at::Tensor out = meta.output();
-  return linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);
+  return structured<at::meta::structured_norm_ScalarOpt_dim_dtype>(nullptr, [&](at::Tensor& result) {
+    linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, result);
+  }, self, optional_ref(p), dim, keepdim, dtype);
 }
 
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim,

@@ -99,6 +99,7 @@ at::Tensor median_all(const char* op_name, bool ignore_nan, const at::Tensor& se
 
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, int64_t k, int64_t dim, bool largest,
                                         bool sorted) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_topk, 2> meta;
   meta.meta(self, k, dim, largest, sorted);
   at::Tensor values = meta.output(0), indices = meta.output(1);
@@ -110,6 +111,7 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k,
                                               bool sorted, at::Tensor& values, at::Tensor& indices) {
   TORCH_CHECK(self.scalar_type() != at::kBool, "topk does not support bool dtypes on CPU");
   check_dtype(self, "topk_cpu", false);
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_topk, 2> meta({values, indices});
   meta.meta(self, k, dim, largest, sorted);
   dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);

@@ -33,6 +33,7 @@ void sort_into(const char* op_name, const at::Tensor& self, int64_t dim, bool de
 
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::optional<bool> stable,
                                                int64_t dim, bool descending) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_sort_stable, 2> meta;
   meta.meta(self, stable, dim, descending);
   sort_into("aten::sort.stable", self, dim, descending, stable.value_or(false), meta.output(0), meta.output(1));
@@ -42,6 +43,7 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::opti
 std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self, std::optional<bool> stable,
                                                      int64_t dim, bool descending, at::Tensor& values,
                                                      at::Tensor& indices) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_sort_stable, 2> meta({values, indices});
   meta.meta(self, stable, dim, descending);
   sort_into("aten::sort.values_stable", self, dim, descending, stable.value_or(false), values, indices);

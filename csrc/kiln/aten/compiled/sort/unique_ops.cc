@@ -13,7 +13,7 @@
 
 #include "kiln/aten/compiled/launch/row_kernel.h"
 #include "kiln/aten/compiled/sort/sort_ops.h"
-#include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -220,53 +220,50 @@ at::Tensor scalar_on_device(const at::Scalar& value, const at::Tensor& like, c10
 
 at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique,
                      bool invert, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_isin_Tensor_Tensor> meta({out});
-  meta.meta(elements, test_elements, assume_unique, invert);
-  isin_into(elements, test_elements, at::result_type(elements, test_elements), invert, out);
+  structured<at::meta::structured_isin_Tensor_Tensor>(&out, [&](at::Tensor& result) {
+    isin_into(elements, test_elements, at::result_type(elements, test_elements), invert, result);
+  }, elements, test_elements, assume_unique, invert);
   return out;
 }
 
 at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique, bool invert) {
-  StructuredOutputs<at::meta::structured_isin_Tensor_Tensor> meta;
-  meta.meta(elements, test_elements, assume_unique, invert);
-  isin_into(elements, test_elements, at::result_type(elements, test_elements), invert, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_isin_Tensor_Tensor>(nullptr, [&](at::Tensor& result) {
+    isin_into(elements, test_elements, at::result_type(elements, test_elements), invert, result);
+  }, elements, test_elements, assume_unique, invert);
 }
 
 at::Tensor& isin_tensor_scalar_out(const at::Tensor& elements, const at::Scalar& test_element,
                                    bool assume_unique, bool invert, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_isin_Tensor_Scalar> meta({out});
-  meta.meta(elements, test_element, assume_unique, invert);
-  const c10::ScalarType common = at::result_type(elements, test_element);
-  isin_into(elements, scalar_on_device(test_element, elements, common), common, invert, out);
+  structured<at::meta::structured_isin_Tensor_Scalar>(&out, [&](at::Tensor& result) {
+    const c10::ScalarType common = at::result_type(elements, test_element);
+    isin_into(elements, scalar_on_device(test_element, elements, common), common, invert, result);
+  }, elements, test_element, assume_unique, invert);
   return out;
 }
 
 at::Tensor isin_tensor_scalar(const at::Tensor& elements, const at::Scalar& test_element, bool assume_unique,
                               bool invert) {
-  StructuredOutputs<at::meta::structured_isin_Tensor_Scalar> meta;
-  meta.meta(elements, test_element, assume_unique, invert);
-  const c10::ScalarType common = at::result_type(elements, test_element);
-  isin_into(elements, scalar_on_device(test_element, elements, common), common, invert, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_isin_Tensor_Scalar>(nullptr, [&](at::Tensor& result) {
+    const c10::ScalarType common = at::result_type(elements, test_element);
+    isin_into(elements, scalar_on_device(test_element, elements, common), common, invert, result);
+  }, elements, test_element, assume_unique, invert);
 }
 
 at::Tensor& isin_scalar_tensor_out(const at::Scalar& element, const at::Tensor& test_elements,
                                    bool assume_unique, bool invert, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_isin_Scalar_Tensor> meta({out});
-  meta.meta(element, test_elements, assume_unique, invert);
-  const c10::ScalarType common = at::result_type(element, test_elements);
-  isin_into(scalar_on_device(element, test_elements, common), test_elements, common, invert, out);
+  structured<at::meta::structured_isin_Scalar_Tensor>(&out, [&](at::Tensor& result) {
+    const c10::ScalarType common = at::result_type(element, test_elements);
+    isin_into(scalar_on_device(element, test_elements, common), test_elements, common, invert, result);
+  }, element, test_elements, assume_unique, invert);
   return out;
 }
 
 at::Tensor isin_scalar_tensor(const at::Scalar& element, const at::Tensor& test_elements, bool assume_unique,
                               bool invert) {
-  StructuredOutputs<at::meta::structured_isin_Scalar_Tensor> meta;
-  meta.meta(element, test_elements, assume_unique, invert);
-  const c10::ScalarType common = at::result_type(element, test_elements);
-  isin_into(scalar_on_device(element, test_elements, common), test_elements, common, invert, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_isin_Scalar_Tensor>(nullptr, [&](at::Tensor& result) {
+    const c10::ScalarType common = at::result_type(element, test_elements);
+    isin_into(scalar_on_device(element, test_elements, common), test_elements, common, invert, result);
+  }, element, test_elements, assume_unique, invert);
 }
 
 }  // namespace kiln::torch_integration::compiled

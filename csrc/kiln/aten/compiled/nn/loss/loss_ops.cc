@@ -14,6 +14,7 @@
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/reduction.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 #include "kiln/compiler/row_kernel_policy.h"
 
 namespace kiln::torch_integration::compiled {
@@ -378,6 +379,7 @@ std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out(
     const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
     int64_t reduction, int64_t ignore_index, at::Tensor& output, at::Tensor& total_weight) {
   const at::Tensor& weight = defined_or_empty(weight_opt);
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_nll_loss_forward, 2> meta({output, total_weight});
   meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
   nll_forward_checks("nll_loss_out_frame", self, target, weight);
@@ -390,6 +392,7 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
                                                     const std::optional<at::Tensor>& weight_opt,
                                                     int64_t reduction, int64_t ignore_index) {
   const at::Tensor& weight = defined_or_empty(weight_opt);
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_nll_loss_forward, 2> meta;
   meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
   nll_forward_checks("nll_loss_out_frame", self, target, weight);
@@ -403,13 +406,13 @@ at::Tensor& nll_loss_backward_out(const at::Tensor& grad_output, const at::Tenso
                                   int64_t reduction, int64_t ignore_index,
                                   const at::Tensor& total_weight, at::Tensor& grad_input) {
   const at::Tensor& weight = defined_or_empty(weight_opt);
-  StructuredOutputs<at::meta::structured_nll_loss_backward, 1> meta({grad_input});
-  meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
-  nll_backward_checks("nll_loss_backward_out_frame", grad_output, self, target, weight, total_weight);
-  // The CPU checks targets except for reduction=none over a batch.
-  bool check = !(reduction == at::Reduction::None && self.dim() == 2);
-  nll_backward_into("aten::nll_loss_backward.grad_input", grad_output, self, target, weight,
-                    reduction, ignore_index, total_weight, grad_input, check);
+  structured<at::meta::structured_nll_loss_backward>(&grad_input, [&](const at::Tensor& result) {
+    nll_backward_checks("nll_loss_backward_out_frame", grad_output, self, target, weight, total_weight);
+    // The CPU checks targets except for reduction=none over a batch.
+    bool check = !(reduction == at::Reduction::None && self.dim() == 2);
+    nll_backward_into("aten::nll_loss_backward.grad_input", grad_output, self, target, weight,
+                      reduction, ignore_index, total_weight, result, check);
+  }, grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
   return grad_input;
 }
 
@@ -417,13 +420,12 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
                              const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
                              int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
   const at::Tensor& weight = defined_or_empty(weight_opt);
-  StructuredOutputs<at::meta::structured_nll_loss_backward, 1> meta;
-  meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
-  nll_backward_checks("nll_loss_backward_out_frame", grad_output, self, target, weight, total_weight);
-  bool check = !(reduction == at::Reduction::None && self.dim() == 2);
-  nll_backward_into("aten::nll_loss_backward", grad_output, self, target, weight, reduction,
-                    ignore_index, total_weight, meta.output(0), check);
-  return meta.output(0);
+  return structured<at::meta::structured_nll_loss_backward>(nullptr, [&](const at::Tensor& result) {
+    nll_backward_checks("nll_loss_backward_out_frame", grad_output, self, target, weight, total_weight);
+    bool check = !(reduction == at::Reduction::None && self.dim() == 2);
+    nll_backward_into("aten::nll_loss_backward", grad_output, self, target, weight, reduction,
+                      ignore_index, total_weight, result, check);
+  }, grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
 }
 
 std::tuple<at::Tensor&, at::Tensor&> nll_loss2d_forward_out(

@@ -10,7 +10,7 @@
 #include "kiln/aten/compiled/launch/elementwise.h"
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/reduction.h"
-#include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -212,65 +212,61 @@ void softmax_backward_into(const char* op_name, bool log, const at::Tensor& grad
 }  // namespace
 
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  StructuredOutputs<at::meta::structured__softmax, 1> meta;
-  meta.meta(self, dim, half_to_float);
-  softmax_into("aten::_softmax", false, self, dim, half_to_float, meta.output(0));
-  return meta.output(0);
+  return structured<at::meta::structured__softmax>(nullptr, [&](const at::Tensor& result) {
+    softmax_into("aten::_softmax", false, self, dim, half_to_float, result);
+  }, self, dim, half_to_float);
 }
 
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured__softmax, 1> meta({out});
-  meta.meta(self, dim, half_to_float);
-  softmax_into("aten::_softmax.out", false, self, dim, half_to_float, out);
+  structured<at::meta::structured__softmax>(&out, [&](const at::Tensor& result) {
+    softmax_into("aten::_softmax.out", false, self, dim, half_to_float, result);
+  }, self, dim, half_to_float);
   return out;
 }
 
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  StructuredOutputs<at::meta::structured__log_softmax, 1> meta;
-  meta.meta(self, dim, half_to_float);
-  softmax_into("aten::_log_softmax", true, self, dim, half_to_float, meta.output(0));
-  return meta.output(0);
+  return structured<at::meta::structured__log_softmax>(nullptr, [&](const at::Tensor& result) {
+    softmax_into("aten::_log_softmax", true, self, dim, half_to_float, result);
+  }, self, dim, half_to_float);
 }
 
 at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured__log_softmax, 1> meta({out});
-  meta.meta(self, dim, half_to_float);
-  softmax_into("aten::_log_softmax.out", true, self, dim, half_to_float, out);
+  structured<at::meta::structured__log_softmax>(&out, [&](const at::Tensor& result) {
+    softmax_into("aten::_log_softmax.out", true, self, dim, half_to_float, result);
+  }, self, dim, half_to_float);
   return out;
 }
 
 at::Tensor softmax_backward_data(const at::Tensor& grad_output, const at::Tensor& output,
                                  int64_t dim, at::ScalarType input_dtype) {
-  StructuredOutputs<at::meta::structured__softmax_backward_data, 1> meta;
-  meta.meta(grad_output, output, dim, input_dtype);
-  softmax_backward_into("aten::_softmax_backward_data", false, grad_output, output, dim, meta.output(0));
-  return meta.output(0);
+  return structured<at::meta::structured__softmax_backward_data>(nullptr, [&](const at::Tensor& result) {
+    softmax_backward_into("aten::_softmax_backward_data", false, grad_output, output, dim, result);
+  }, grad_output, output, dim, input_dtype);
 }
 
 at::Tensor& softmax_backward_data_out(const at::Tensor& grad_output, const at::Tensor& output,
                                       int64_t dim, at::ScalarType input_dtype,
                                       at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured__softmax_backward_data, 1> meta({grad_input});
-  meta.meta(grad_output, output, dim, input_dtype);
-  softmax_backward_into("aten::_softmax_backward_data.out", false, grad_output, output, dim, grad_input);
+  structured<at::meta::structured__softmax_backward_data>(&grad_input, [&](const at::Tensor& result) {
+    softmax_backward_into("aten::_softmax_backward_data.out", false, grad_output, output, dim, result);
+  }, grad_output, output, dim, input_dtype);
   return grad_input;
 }
 
 at::Tensor log_softmax_backward_data(const at::Tensor& grad_output, const at::Tensor& output,
                                      int64_t dim, at::ScalarType input_dtype) {
-  StructuredOutputs<at::meta::structured__log_softmax_backward_data, 1> meta;
-  meta.meta(grad_output, output, dim, input_dtype);
-  softmax_backward_into("aten::_log_softmax_backward_data", true, grad_output, output, dim, meta.output(0));
-  return meta.output(0);
+  return structured<at::meta::structured__log_softmax_backward_data>(nullptr, [&](const at::Tensor& result) {
+    softmax_backward_into("aten::_log_softmax_backward_data", true, grad_output, output, dim, result);
+  }, grad_output, output, dim, input_dtype);
 }
 
 at::Tensor& log_softmax_backward_data_out(const at::Tensor& grad_output, const at::Tensor& output,
                                           int64_t dim, at::ScalarType input_dtype,
                                           at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured__log_softmax_backward_data, 1> meta({grad_input});
-  meta.meta(grad_output, output, dim, input_dtype);
-  softmax_backward_into("aten::_log_softmax_backward_data.out", true, grad_output, output, dim,
-                        grad_input);
+  structured<at::meta::structured__log_softmax_backward_data>(&grad_input, [&](const at::Tensor& result) {
+    softmax_backward_into("aten::_log_softmax_backward_data.out", true, grad_output, output, dim,
+                          result);
+  }, grad_output, output, dim, input_dtype);
   return grad_input;
 }
 

@@ -20,6 +20,7 @@
 
 #include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 #include "kiln/aten/compiled/nn/pool/adaptive_max_pool2d.h"
 #include "kiln/aten/compiled/nn/pool/max_pool2d.h"
 #include "kiln/aten/compiled/nn/pool/pool_launch.h"
@@ -105,6 +106,7 @@ void adaptive_max_pool2d_backward_into(const at::Tensor& grad_output, const at::
 
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& self,
                                                        at::IntArrayRef output_size) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_adaptive_max_pool2d, 2> meta;
   meta.meta(self, output_size);
   adaptive_max_pool2d_into(self, meta.output(0), meta.output(1));
@@ -114,6 +116,7 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& self,
 std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_out(const at::Tensor& self,
                                                              at::IntArrayRef output_size,
                                                              at::Tensor& out, at::Tensor& indices) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_adaptive_max_pool2d, 2> meta({out, indices});
   meta.meta(self, output_size);
   adaptive_max_pool2d_into(self, out, indices);
@@ -122,17 +125,17 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_out(const at::Tensor& s
 
 at::Tensor adaptive_max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                         const at::Tensor& indices) {
-  StructuredOutputs<at::meta::structured_adaptive_max_pool2d_backward, 1> meta;
-  meta.meta(grad_output, self, indices);
-  adaptive_max_pool2d_backward_into(grad_output, indices, meta.output(0));
-  return meta.output(0);
+  using Meta = at::meta::structured_adaptive_max_pool2d_backward;
+  return structured<Meta>(nullptr, [&](const at::Tensor& result) {
+    adaptive_max_pool2d_backward_into(grad_output, indices, result);
+  }, grad_output, self, indices);
 }
 
 at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                              const at::Tensor& indices, at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured_adaptive_max_pool2d_backward, 1> meta({grad_input});
-  meta.meta(grad_output, self, indices);
-  adaptive_max_pool2d_backward_into(grad_output, indices, grad_input);
+  structured<at::meta::structured_adaptive_max_pool2d_backward>(&grad_input, [&](const at::Tensor& result) {
+    adaptive_max_pool2d_backward_into(grad_output, indices, result);
+  }, grad_output, self, indices);
   return grad_input;
 }
 

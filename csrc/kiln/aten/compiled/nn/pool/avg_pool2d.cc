@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kiln/aten/compiled/launch/kernel_launch.h"
-#include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 #include "kiln/aten/compiled/nn/pool/avg_pool2d.h"
 #include "kiln/aten/compiled/nn/pool/pool_launch.h"
 #include "kiln/aten/compiled/nn/pool/tap_blocks.h"
@@ -253,21 +253,20 @@ at::Tensor& avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size,
                            at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
                            bool count_include_pad, std::optional<int64_t> divisor_override,
                            at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_avg_pool2d, 1> meta({out});
-  meta.meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  avg_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding), count_include_pad,
-                  divisor_override, out);
+  structured<at::meta::structured_avg_pool2d>(&out, [&](const at::Tensor& result) {
+    avg_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding), count_include_pad,
+                    divisor_override, result);
+  }, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   return out;
 }
 
 at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override) {
-  StructuredOutputs<at::meta::structured_avg_pool2d, 1> meta;
-  meta.meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  avg_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding), count_include_pad,
-                  divisor_override, meta.output(0));
-  return meta.output(0);
+  return structured<at::meta::structured_avg_pool2d>(nullptr, [&](const at::Tensor& result) {
+    avg_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding), count_include_pad,
+                    divisor_override, result);
+  }, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
@@ -276,11 +275,11 @@ at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Ten
                                     bool count_include_pad,
                                     std::optional<int64_t> divisor_override,
                                     at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured_avg_pool2d_backward, 1> meta({grad_input});
-  meta.meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+  structured<at::meta::structured_avg_pool2d_backward>(&grad_input, [&](const at::Tensor& result) {
+    avg_pool2d_backward_into(grad_output, pool2d_parameters(kernel_size, stride, padding),
+                             count_include_pad, divisor_override, result);
+  }, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
             divisor_override);
-  avg_pool2d_backward_into(grad_output, pool2d_parameters(kernel_size, stride, padding),
-                           count_include_pad, divisor_override, grad_input);
   return grad_input;
 }
 
@@ -288,12 +287,11 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
-  StructuredOutputs<at::meta::structured_avg_pool2d_backward, 1> meta;
-  meta.meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+  return structured<at::meta::structured_avg_pool2d_backward>(nullptr, [&](const at::Tensor& result) {
+    avg_pool2d_backward_into(grad_output, pool2d_parameters(kernel_size, stride, padding),
+                             count_include_pad, divisor_override, result);
+  }, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
             divisor_override);
-  avg_pool2d_backward_into(grad_output, pool2d_parameters(kernel_size, stride, padding),
-                           count_include_pad, divisor_override, meta.output(0));
-  return meta.output(0);
 }
 
 }  // namespace kiln::torch_integration::compiled

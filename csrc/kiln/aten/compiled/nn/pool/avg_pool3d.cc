@@ -20,7 +20,7 @@
 
 #include "kiln/aten/compiled/launch/indexed_kernel.h"
 #include "kiln/aten/compiled/launch/kernel_launch.h"
-#include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 #include "kiln/aten/compiled/nn/pool/avg_pool3d.h"
 #include "kiln/aten/compiled/nn/pool/window_tables.h"
 
@@ -154,19 +154,19 @@ void avg_pool3d_backward_into(const at::Tensor& grad_output, const at::Tensor& s
 at::Tensor avg_pool3d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override) {
-  StructuredOutputs<at::meta::structured_avg_pool3d> meta;
-  meta.meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  avg_pool3d_into(self, window_of(kernel_size, stride, padding), count_include_pad, divisor_override,
-                  meta.output());
-  return meta.output();
+  return structured<at::meta::structured_avg_pool3d>(nullptr, [&](const at::Tensor& result) {
+    avg_pool3d_into(self, window_of(kernel_size, stride, padding), count_include_pad, divisor_override,
+                    result);
+  }, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 at::Tensor& avg_pool3d_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                            at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                            std::optional<int64_t> divisor_override, at::Tensor& out) {
-  StructuredOutputs<at::meta::structured_avg_pool3d> meta({out});
-  meta.meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  avg_pool3d_into(self, window_of(kernel_size, stride, padding), count_include_pad, divisor_override, out);
+  structured<at::meta::structured_avg_pool3d>(&out, [&](const at::Tensor& result) {
+    avg_pool3d_into(self, window_of(kernel_size, stride, padding), count_include_pad, divisor_override,
+                    result);
+  }, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   return out;
 }
 
@@ -174,21 +174,20 @@ at::Tensor avg_pool3d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
-  StructuredOutputs<at::meta::structured_avg_pool3d_backward> meta;
-  meta.meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  avg_pool3d_backward_into(grad_output, self, window_of(kernel_size, stride, padding), count_include_pad,
-                           divisor_override, meta.output());
-  return meta.output();
+  return structured<at::meta::structured_avg_pool3d_backward>(nullptr, [&](const at::Tensor& result) {
+    avg_pool3d_backward_into(grad_output, self, window_of(kernel_size, stride, padding), count_include_pad,
+                             divisor_override, result);
+  }, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 at::Tensor& avg_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                     at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                     at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                     std::optional<int64_t> divisor_override, at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured_avg_pool3d_backward> meta({grad_input});
-  meta.meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  avg_pool3d_backward_into(grad_output, self, window_of(kernel_size, stride, padding), count_include_pad,
-                           divisor_override, grad_input);
+  structured<at::meta::structured_avg_pool3d_backward>(&grad_input, [&](const at::Tensor& result) {
+    avg_pool3d_backward_into(grad_output, self, window_of(kernel_size, stride, padding), count_include_pad,
+                             divisor_override, result);
+  }, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   return grad_input;
 }
 

@@ -19,6 +19,7 @@
 
 #include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 #include "kiln/aten/compiled/nn/pool/max_pool2d.h"
 #include "kiln/aten/compiled/nn/pool/pool_launch.h"
 #include "kiln/aten/compiled/nn/pool/tap_blocks.h"
@@ -217,6 +218,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
     const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out,
     at::Tensor& indices) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_max_pool2d_with_indices, 2> meta({out, indices});
   meta.meta(self, kernel_size, stride, padding, dilation, ceil_mode);
   max_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding, dilation), out, indices);
@@ -226,6 +228,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
     const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_max_pool2d_with_indices, 2> meta;
   meta.meta(self, kernel_size, stride, padding, dilation, ceil_mode);
   max_pool2d_into(self, pool2d_parameters(kernel_size, stride, padding, dilation), meta.output(0),
@@ -240,9 +243,10 @@ at::Tensor& max_pool2d_with_indices_backward_out(const at::Tensor& grad_output,
                                                  at::IntArrayRef dilation, bool ceil_mode,
                                                  const at::Tensor& indices,
                                                  at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured_max_pool2d_with_indices_backward, 1> meta({grad_input});
-  meta.meta(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
-  max_pool2d_backward_into(grad_output, indices, grad_input);
+  using Meta = at::meta::structured_max_pool2d_with_indices_backward;
+  structured<Meta>(&grad_input, [&](const at::Tensor& result) {
+    max_pool2d_backward_into(grad_output, indices, result);
+  }, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
   return grad_input;
 }
 
@@ -250,10 +254,10 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
                                             at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                             at::IntArrayRef padding, at::IntArrayRef dilation,
                                             bool ceil_mode, const at::Tensor& indices) {
-  StructuredOutputs<at::meta::structured_max_pool2d_with_indices_backward, 1> meta;
-  meta.meta(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
-  max_pool2d_backward_into(grad_output, indices, meta.output(0));
-  return meta.output(0);
+  using Meta = at::meta::structured_max_pool2d_with_indices_backward;
+  return structured<Meta>(nullptr, [&](const at::Tensor& result) {
+    max_pool2d_backward_into(grad_output, indices, result);
+  }, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
 }
 
 }  // namespace kiln::torch_integration::compiled

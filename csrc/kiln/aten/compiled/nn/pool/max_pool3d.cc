@@ -31,6 +31,7 @@
 #include "kiln/aten/compiled/nn/pool/max_pool3d.h"
 #include "kiln/aten/compiled/nn/pool/max_unpool.h"
 #include "kiln/aten/compiled/launch/structured_outputs.h"
+#include "kiln/aten/compiled/launch/structured_run.h"
 #include "kiln/aten/cpu_fallback.h"
 
 namespace kiln::torch_integration::compiled {
@@ -301,6 +302,7 @@ at::Tensor max_pool3d_with_indices_backward(const at::Tensor& grad_output, const
 std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool3d_out(const at::Tensor& self,
                                                              at::IntArrayRef output_size,
                                                              at::Tensor& out, at::Tensor& indices) {
+  // Two outputs: structured() (structured_run.h) serves one-output ops only.
   StructuredOutputs<at::meta::structured_adaptive_max_pool3d, 2> meta({out, indices});
   meta.meta(self, output_size);
   check_floating(self, "adaptive_max_pool3d_cpu");
@@ -325,12 +327,12 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool3d(const at::Tensor& self,
 
 at::Tensor& adaptive_max_pool3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                              const at::Tensor& indices, at::Tensor& grad_input) {
-  StructuredOutputs<at::meta::structured_adaptive_max_pool3d_backward, 1> meta({grad_input});
-  meta.meta(grad_output, self, indices);
-  check_floating(grad_output, "adaptive_max_pool3d_backward");
-  grad_input.zero_();
-  plane_scatter("aten::adaptive_max_pool3d_backward", grad_output, indices,
-                self.sizes().slice(self.dim() - 3), grad_input, /*accumulate=*/true);
+  structured<at::meta::structured_adaptive_max_pool3d_backward>(&grad_input, [&](const at::Tensor& result) {
+    check_floating(grad_output, "adaptive_max_pool3d_backward");
+    result.zero_();
+    plane_scatter("aten::adaptive_max_pool3d_backward", grad_output, indices,
+                  self.sizes().slice(self.dim() - 3), result, /*accumulate=*/true);
+  }, grad_output, self, indices);
   return grad_input;
 }
 

@@ -42,6 +42,91 @@ struct OperandPlan {
   bool is_scalar;
 };
 
+// What a launch's operands are, as its kernel declares them.
+struct PointwisePlan {
+  c10::SmallVector<OperandPlan, 8> inputs;  // CPU scalars among them, as launch scalars
+  c10::SmallVector<OperandPlan, 2> outputs;
+  int scalar_slots = 0;  // launch scalar slots the CPU-scalar inputs take
+  size_t bytes = 0;      // memory the launch touches
+};
+
+// Puts every operand of `iter` into `args` (data pointers and element
+// strides over `rank` dims; a CPU-scalar input's value into a scalar slot) and
+// its dtype and layout class into `signature` (inputs, '>', outputs).
+PointwisePlan plan_operands(const char* op_name, at::TensorIteratorBase& iter, int rank, LaunchArgs& args,
+                            Signature& signature) {
+  const int outputs = iter.noutputs();
+  const int tensors = iter.ntensors();
+  const int64_t size0 = iter.ndim() == 0 ? 1 : iter.shape()[0];
+  PointwisePlan plan;
+  int kernel_operand = 0;
+  auto add_tensor = [&](int index, ir::DType dtype) {
+    ir::Layout layout = ir::Layout::kContiguous;
+    int64_t element = ir::dtype_size(dtype);
+    args.data[kernel_operand] = static_cast<char*>(iter.data_ptr(index));
+    if (iter.ndim() == 0) {
+      args.strides[kernel_operand][0] = 0;
+    } else {
+      c10::IntArrayRef strides = iter.strides(index);
+      for (int dim = 0; dim < rank; ++dim) args.strides[kernel_operand][dim] = strides[dim] / element;
+      layout = layout_class(args.strides[kernel_operand][0], size0);
+    }
+    ++kernel_operand;
+    plan.bytes += static_cast<size_t>(iter.numel()) * static_cast<size_t>(element);
+    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout)).append(',');
+    return layout;
+  };
+  for (int index = outputs; index < tensors; ++index) {
+    ir::DType dtype = require_ir_dtype(iter.dtype(index), op_name);
+    if (iter.is_cpu_scalar(index)) {
+      args.scalars[plan.scalar_slots++] = read_cpu_scalar(iter.data_ptr(index), dtype);
+      plan.inputs.push_back({index, dtype, ir::Layout::kBroadcast, true});
+      signature.append('S').append(ir::dtype_name(dtype)).append(',');
+    } else {
+      plan.inputs.push_back({index, dtype, add_tensor(index, dtype), false});
+    }
+  }
+  signature.append('>');
+  for (int index = 0; index < outputs; ++index) {
+    ir::DType dtype = require_ir_dtype(iter.dtype(index), op_name);
+    plan.outputs.push_back({index, dtype, add_tensor(index, dtype), false});
+  }
+  return plan;
+}
+
+// The kernel of `body` over `rank` dims: loads every tensor input, reads every
+// CPU-scalar input from its launch scalar, declares the op's `extra_scalars`
+// and the outputs, stores what the body returns.
+ir::Kernel build_pointwise_kernel(const char* op_name, std::string_view op_key, int rank,
+                                  const PointwisePlan& plan, c10::ArrayRef<ir::DType> extra_scalars,
+                                  ir::DType common, const PointwiseBody& body) {
+  ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, rank);
+  PointwiseContext context{builder, {}, {}, {}, common, {}, {}};
+  for (const OperandPlan& input : plan.inputs) {
+    if (input.is_scalar) {
+      int argument = builder.add_scalar(argument_dtype(input.dtype));
+      context.inputs.push_back(builder.cast(builder.scalar(argument), ir::compute_dtype(input.dtype)));
+    } else {
+      context.inputs.push_back(builder.load(builder.add_input(input.dtype, input.layout)));
+    }
+    context.input_dtypes.push_back(input.dtype);
+    context.input_is_scalar.push_back(input.is_scalar);
+  }
+  for (ir::DType dtype : extra_scalars) context.scalars.push_back(builder.scalar(builder.add_scalar(dtype)));
+  std::vector<int> output_indices;
+  for (const OperandPlan& output : plan.outputs) {
+    output_indices.push_back(builder.add_output(output.dtype, output.layout));
+    context.output_dtypes.push_back(output.dtype);
+  }
+  std::vector<ir::ValueId> results = body(context);
+  TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name, ": body returned ",
+                        results.size(), " values for ", output_indices.size(), " outputs");
+  for (size_t output = 0; output < results.size(); ++output) {
+    builder.store(output_indices[output], results[output]);
+  }
+  return builder.finish();
+}
+
 }  // namespace
 
 ir::ValueId PointwiseContext::promoted(int index) {
@@ -57,96 +142,32 @@ ir::ValueId PointwiseContext::scalar_as(int index, ir::DType dtype) {
 void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIteratorBase& iter,
                       c10::ArrayRef<c10::Scalar> scalars, const PointwiseBody& body) {
   record_static_op(op_name, OpPath::kCompiled);
-  const int outputs = iter.noutputs();
   const int tensors = iter.ntensors();
   const int rank = std::max(iter.ndim(), 1);
   TORCH_CHECK(rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ", ir::kMaxRank,
               " dims after merging contiguous dims, got ", rank);
   TORCH_CHECK(tensors <= ir::kMaxOperands, op_name, ": too many operands for one kernel");
-  const int64_t size0 = iter.ndim() == 0 ? 1 : iter.shape()[0];
 
   // Zeroed: operands and scalar slots past the op's own read as null and 0,
   // which a foreach op's replay of a captured launch relies on (foreach_ops.cc).
   LaunchArgs args{};
   Signature signature(op_key);
   signature.append('|');
-  c10::SmallVector<OperandPlan, 8> inputs;
-  c10::SmallVector<OperandPlan, 2> output_plans;
-  int scalar_slots = 0;
-  int kernel_operand = 0;
-  size_t bytes = 0;
-  auto add_tensor = [&](int index, ir::DType dtype) {
-    ir::Layout layout = ir::Layout::kContiguous;
-    int64_t element = ir::dtype_size(dtype);
-    args.data[kernel_operand] = static_cast<char*>(iter.data_ptr(index));
-    if (iter.ndim() == 0) {
-      args.strides[kernel_operand][0] = 0;
-    } else {
-      c10::IntArrayRef strides = iter.strides(index);
-      for (int dim = 0; dim < rank; ++dim) args.strides[kernel_operand][dim] = strides[dim] / element;
-      layout = layout_class(args.strides[kernel_operand][0], size0);
-    }
-    ++kernel_operand;
-    bytes += static_cast<size_t>(iter.numel()) * static_cast<size_t>(element);
-    signature.append(ir::dtype_name(dtype)).append(static_cast<char>(layout)).append(',');
-    return layout;
-  };
-  for (int index = outputs; index < tensors; ++index) {
-    ir::DType dtype = require_ir_dtype(iter.dtype(index), op_name);
-    if (iter.is_cpu_scalar(index)) {
-      args.scalars[scalar_slots++] = read_cpu_scalar(iter.data_ptr(index), dtype);
-      inputs.push_back({index, dtype, ir::Layout::kBroadcast, true});
-      signature.append('S').append(ir::dtype_name(dtype)).append(',');
-    } else {
-      inputs.push_back({index, dtype, add_tensor(index, dtype), false});
-    }
-  }
-  signature.append('>');
-  for (int index = 0; index < outputs; ++index) {
-    ir::DType dtype = require_ir_dtype(iter.dtype(index), op_name);
-    output_plans.push_back({index, dtype, add_tensor(index, dtype), false});
-  }
+  const PointwisePlan plan = plan_operands(op_name, iter, rank, args, signature);
   signature.append("|r").append_number(rank).append('|');
-  const auto extra_scalars = set_scalars(op_name, scalars, args, signature, scalar_slots);
+  const auto extra_scalars = set_scalars(op_name, scalars, args, signature, plan.scalar_slots);
   for (int dim = 0; dim < rank; ++dim) args.sizes[dim] = iter.ndim() == 0 ? 1 : iter.shape()[dim];
 
   // common_dtype() asserts when the iterator inferred none (a fill: no inputs).
   std::optional<c10::ScalarType> common_type = iter.maybe_common_dtype();
   ir::DType common = common_type.has_value() ? require_ir_dtype(*common_type, op_name)
-                                             : output_plans[0].dtype;
+                                             : plan.outputs[0].dtype;
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
-    ir::Builder builder(std::string(op_key), ir::KernelKind::kPointwise, rank);
-    PointwiseContext context{builder, {}, {}, {}, common, {}, {}};
-    int slot = 0;
-    for (const OperandPlan& plan : inputs) {
-      if (plan.is_scalar) {
-        int argument = builder.add_scalar(argument_dtype(plan.dtype));
-        ++slot;
-        context.inputs.push_back(builder.cast(builder.scalar(argument), ir::compute_dtype(plan.dtype)));
-      } else {
-        context.inputs.push_back(builder.load(builder.add_input(plan.dtype, plan.layout)));
-      }
-      context.input_dtypes.push_back(plan.dtype);
-      context.input_is_scalar.push_back(plan.is_scalar);
-    }
-    for (ir::DType dtype : extra_scalars) context.scalars.push_back(builder.scalar(builder.add_scalar(dtype)));
-    (void)slot;
-    std::vector<int> output_indices;
-    for (const OperandPlan& plan : output_plans) {
-      output_indices.push_back(builder.add_output(plan.dtype, plan.layout));
-      context.output_dtypes.push_back(plan.dtype);
-    }
-    std::vector<ir::ValueId> results = body(context);
-    TORCH_INTERNAL_ASSERT(results.size() == output_indices.size(), op_name, ": body returned ",
-                          results.size(), " values for ", output_indices.size(), " outputs");
-    for (size_t output = 0; output < results.size(); ++output) {
-      builder.store(output_indices[output], results[output]);
-    }
-    return builder.finish();
+    return build_pointwise_kernel(op_name, op_key, rank, plan, extra_scalars, common, body);
   });
   LaunchShape shape;
   shape.positions = iter.numel();
-  shape.bytes = bytes;
+  shape.bytes = plan.bytes;
   launch_kernel_lazily(stream_of(iter.tensor(0)), op_name, entry, args, shape, [&]() {
     KeepAlive keep_alive;
     for (int index = 0; index < tensors; ++index) {

@@ -39,80 +39,102 @@ void check_batch_norm_params(const at::Tensor& input, const BatchNormArgs& args)
   check("bias", args.bias);
 }
 
-void batch_norm_into(const at::Tensor& input, const BatchNormArgs& args, bool training,
-                     double momentum, double eps, const at::Tensor& output,
-                     const at::Tensor& save_mean, const at::Tensor& save_invstd) {
-  const char* op_name = "aten::native_batch_norm";
-  const int64_t rank = input.dim();
-  const c10::DimVector reduced = all_but(rank, 1);
+// An input seen per channel (dim 1): the dims a statistic reduces, per-channel
+// vectors viewed along the channel dim, and the dtypes statistics live in.
+struct ChannelSpace {
+  int64_t rank;
+  at::IntArrayRef sizes;
+  c10::DimVector reduced;
+  at::ScalarType accumulate;
+  DType compute;
+  int64_t count;  // elements per channel
+  // `vector` broadcast to the input's shape, or kept as one value per channel.
+  at::Tensor full(const at::Tensor& vector) const { return channel_view(vector, rank, 1).expand(sizes); }
+  at::Tensor keep(const at::Tensor& vector) const { return channel_view(vector, rank, 1); }
+};
+
+ChannelSpace channel_space(const at::Tensor& input) {
   const at::ScalarType accumulate = accumulate_type(input.scalar_type());
-  const DType compute = compute_of(accumulate);
-  const at::IntArrayRef sizes = input.sizes();
-  auto full = [&](const at::Tensor& vector) { return channel_view(vector, rank, 1).expand(sizes); };
-  auto keep = [&](const at::Tensor& vector) { return channel_view(vector, rank, 1); };
-  const bool has_weight = args.weight.defined(), has_bias = args.bias.defined();
-  auto affine_inputs = [&](std::vector<at::Tensor>& inputs) {
-    if (has_weight) inputs.push_back(full(args.weight));
-    if (has_bias) inputs.push_back(full(args.bias));
-  };
+  return {input.dim(), input.sizes(), all_but(input.dim(), 1), accumulate, compute_of(accumulate),
+          input.numel() / input.size(1)};
+}
+
+// The optional weight and bias of the forward's normalization.
+struct BatchNormAffine {
+  bool has_weight, has_bias;
+  // Names the flags in a kernel key.
+  std::string key() const { return std::string(has_weight ? "_w" : "") + (has_bias ? "_b" : ""); }
+  // Appends the weight and bias, broadcast, to a kernel's inputs.
+  void add_inputs(const ChannelSpace& space, const BatchNormArgs& args, std::vector<at::Tensor>& inputs) const {
+    if (has_weight) inputs.push_back(space.full(args.weight));
+    if (has_bias) inputs.push_back(space.full(args.bias));
+  }
   // x * alpha + beta with alpha = invstd * w and beta = b - mean * alpha, as
-  // ATen's contiguous CPU kernel; inputs from index 3 are w and b.
-  auto normalize = [has_weight, has_bias, compute](ir::Builder& builder, ValueId x, ValueId mean,
-                                                   ValueId invstd, const std::vector<ValueId>& values) {
+  // ATen's contiguous CPU kernel; `values` from index 3 are w and b.
+  ValueId normalize(ir::Builder& builder, DType compute, ValueId x, ValueId mean, ValueId invstd,
+                    const std::vector<ValueId>& values) const {
     int next = 3;
     ValueId alpha = invstd;
     if (has_weight) alpha = builder.binary(OpCode::kMultiply, alpha, builder.cast(values[next++], compute));
     ValueId beta = builder.unary(OpCode::kNegate, builder.binary(OpCode::kMultiply, mean, alpha));
     if (has_bias) beta = builder.binary(OpCode::kAdd, builder.cast(values[next++], compute), beta);
     return builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, x, alpha), beta);
-  };
-  const std::string affine_key = std::string(has_weight ? "_w" : "") + (has_bias ? "_b" : "");
-
-  if (!training) {
-    TORCH_CHECK(args.running_mean.defined(), "running_mean must be defined in evaluation mode");
-    TORCH_CHECK(args.running_var.defined(), "running_var must be defined in evaluation mode");
-    if (input.numel() == 0) return;
-    std::vector<at::Tensor> inputs = {input, full(args.running_mean), full(args.running_var)};
-    affine_inputs(inputs);
-    launch_elementwise(op_name, "batch_norm_eval" + affine_key, inputs, {output}, {eps},
-                       [compute, normalize](ElementwiseContext& context) -> std::vector<ValueId> {
-                         ir::Builder& builder = context.builder;
-                         ValueId eps_value = builder.cast(context.scalars[0], compute);
-                         ValueId invstd = builder.unary(
-                             OpCode::kRsqrt,
-                             builder.binary(OpCode::kAdd, builder.cast(context.inputs[2], compute), eps_value));
-                         return {normalize(builder, builder.cast(context.inputs[0], compute),
-                                           builder.cast(context.inputs[1], compute), invstd, context.inputs)};
-                       });
-    return;
   }
+};
 
-  TORCH_CHECK(input.numel() != 0, "input tensor must have at least one element, but got input_sizes = ",
-              input.sizes());
-  const int64_t count = input.numel() / input.size(1);
-  at::Tensor mean = accumulate_buffer(save_mean, accumulate);
-  at::Tensor invstd = accumulate_buffer(save_invstd, accumulate);
-  std::vector<at::Tensor> mean_outputs = {keep(mean)};
-  if (!mean.is_same(save_mean)) mean_outputs.push_back(keep(save_mean));
-  const c10::Scalar n(static_cast<double>(count));
-  launch_sum(op_name, "batch_norm_mean", {input}, mean_outputs, reduced, {n},
+// Evaluation: normalize with the running statistics.
+void batch_norm_eval(const char* op_name, const at::Tensor& input, const BatchNormArgs& args, double eps,
+                     const BatchNormAffine& affine, const at::Tensor& output) {
+  TORCH_CHECK(args.running_mean.defined(), "running_mean must be defined in evaluation mode");
+  TORCH_CHECK(args.running_var.defined(), "running_var must be defined in evaluation mode");
+  if (input.numel() == 0) return;
+  const ChannelSpace space = channel_space(input);
+  const DType compute = space.compute;
+  std::vector<at::Tensor> inputs = {input, space.full(args.running_mean), space.full(args.running_var)};
+  affine.add_inputs(space, args, inputs);
+  launch_elementwise(op_name, "batch_norm_eval" + affine.key(), inputs, {output}, {eps},
+                     [compute, affine](ElementwiseContext& context) -> std::vector<ValueId> {
+                       ir::Builder& builder = context.builder;
+                       ValueId eps_value = builder.cast(context.scalars[0], compute);
+                       ValueId invstd = builder.unary(
+                           OpCode::kRsqrt,
+                           builder.binary(OpCode::kAdd, builder.cast(context.inputs[2], compute), eps_value));
+                       return {affine.normalize(builder, compute, builder.cast(context.inputs[0], compute),
+                                                builder.cast(context.inputs[1], compute), invstd, context.inputs)};
+                     });
+}
+
+// Training, step 1: the per-channel mean into `mean` (and its rounded copy
+// `save_mean` when that is another tensor).
+void batch_mean(const char* op_name, const at::Tensor& input, const ChannelSpace& space, const at::Tensor& mean,
+                const at::Tensor& save_mean) {
+  const DType compute = space.compute;
+  std::vector<at::Tensor> mean_outputs = {space.keep(mean)};
+  if (!mean.is_same(save_mean)) mean_outputs.push_back(space.keep(save_mean));
+  const c10::Scalar n(static_cast<double>(space.count));
+  launch_sum(op_name, "batch_norm_mean", {input}, mean_outputs, space.reduced, {n},
              [compute](ReductionContext& context) { return context.builder.cast(context.inputs[0], compute); },
              [compute, outputs = mean_outputs.size()](ReductionContext& context, ValueId sum) {
                ValueId value = context.builder.binary(OpCode::kDivide, sum, scalar_as(context, 0, compute));
                return std::vector<ValueId>(outputs, value);
              });
+}
 
-  // The sum of squared deviations: invstd (and its rounded copy) for the
-  // output, the sum itself for running_var.
-  const bool update_var = args.running_var.defined();
-  at::Tensor var_sum = update_var ? at::empty({input.size(1)}, input.options().dtype(accumulate)) : at::Tensor();
-  std::vector<at::Tensor> var_outputs = {keep(invstd)};
+// Training, step 2: the sum of squared deviations from `mean`, as invstd
+// (and its rounded copy `save_invstd`) for the output and, when `var_sum` is
+// defined, the sum itself for running_var.
+void batch_invstd(const char* op_name, const at::Tensor& input, const ChannelSpace& space, double eps,
+                  const at::Tensor& mean, const at::Tensor& invstd, const at::Tensor& save_invstd,
+                  const at::Tensor& var_sum) {
+  const DType compute = space.compute;
+  const bool update_var = var_sum.defined();
+  std::vector<at::Tensor> var_outputs = {space.keep(invstd)};
   const bool rounded_copy = !invstd.is_same(save_invstd);
-  if (rounded_copy) var_outputs.push_back(keep(save_invstd));
-  if (update_var) var_outputs.push_back(keep(var_sum));
-  const c10::Scalar var_scalars[] = {n, eps};
+  if (rounded_copy) var_outputs.push_back(space.keep(save_invstd));
+  if (update_var) var_outputs.push_back(space.keep(var_sum));
+  const c10::Scalar var_scalars[] = {static_cast<double>(space.count), eps};
   std::string var_key = std::string("batch_norm_invstd") + (rounded_copy ? "_r" : "") + (update_var ? "_v" : "");
-  launch_sum(op_name, var_key, {input, full(mean)}, var_outputs, reduced, var_scalars,
+  launch_sum(op_name, var_key, {input, space.full(mean)}, var_outputs, space.reduced, var_scalars,
              [compute](ReductionContext& context) {
                ir::Builder& builder = context.builder;
                ValueId deviation = builder.binary(OpCode::kSubtract, builder.cast(context.inputs[0], compute),
@@ -128,59 +150,92 @@ void batch_norm_into(const at::Tensor& input, const BatchNormArgs& args, bool tr
                if (update_var) results.push_back(sum);
                return results;
              });
+}
 
+// Training, step 3: running = momentum * statistic + (1 - momentum) *
+// running, for each running statistic given, the variance unbiased
+// (var_sum / (n - 1)).
+void update_running_stats(const char* op_name, const BatchNormArgs& args, const ChannelSpace& space,
+                          double momentum, const at::Tensor& mean, const at::Tensor& var_sum) {
   const bool update_mean = args.running_mean.defined();
-  if (update_mean || update_var) {
-    // running = momentum * statistic + (1 - momentum) * running, the
-    // variance unbiased (sum / (n - 1)).
-    std::vector<at::Tensor> inputs, outputs;
-    if (update_mean) {
-      inputs.push_back(args.running_mean);
-      inputs.push_back(mean);
-      outputs.push_back(args.running_mean);
-    }
-    if (update_var) {
-      inputs.push_back(args.running_var);
-      inputs.push_back(var_sum);
-      outputs.push_back(args.running_var);
-    }
-    const c10::Scalar scalars[] = {momentum, static_cast<double>(count - 1)};
-    std::string key = std::string("batch_norm_update") + (update_mean ? "_m" : "") + (update_var ? "_v" : "");
-    launch_elementwise(op_name, key, inputs, outputs, scalars,
-                       [update_mean, update_var](ElementwiseContext& context) -> std::vector<ValueId> {
-                         ir::Builder& builder = context.builder;
-                         std::vector<ValueId> results;
-                         int next = 0;
-                         auto blend = [&](bool unbiased) {
-                           DType type = ir::compute_dtype(context.input_dtypes[next]);
-                           ValueId running = context.inputs[next];
-                           ValueId statistic = builder.cast(context.inputs[next + 1], type);
-                           if (unbiased) {
-                             statistic = builder.binary(OpCode::kDivide, statistic,
-                                                        builder.cast(context.scalars[1], type));
-                           }
-                           ValueId m = builder.cast(context.scalars[0], type);
-                           ValueId keep_part = builder.binary(
-                               OpCode::kMultiply, builder.binary(OpCode::kSubtract, builder.constant(1, type), m),
-                               running);
-                           next += 2;
-                           return builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, m, statistic),
-                                                 keep_part);
-                         };
-                         if (update_mean) results.push_back(blend(false));
-                         if (update_var) results.push_back(blend(true));
-                         return results;
-                       });
+  const bool update_var = args.running_var.defined();
+  if (!update_mean && !update_var) return;
+  std::vector<at::Tensor> inputs, outputs;
+  if (update_mean) {
+    inputs.push_back(args.running_mean);
+    inputs.push_back(mean);
+    outputs.push_back(args.running_mean);
   }
-
-  std::vector<at::Tensor> inputs = {input, full(mean), full(invstd)};
-  affine_inputs(inputs);
-  launch_elementwise(op_name, "batch_norm_train" + affine_key, inputs, {output}, {},
-                     [compute, normalize](ElementwiseContext& context) -> std::vector<ValueId> {
+  if (update_var) {
+    inputs.push_back(args.running_var);
+    inputs.push_back(var_sum);
+    outputs.push_back(args.running_var);
+  }
+  const c10::Scalar scalars[] = {momentum, static_cast<double>(space.count - 1)};
+  std::string key = std::string("batch_norm_update") + (update_mean ? "_m" : "") + (update_var ? "_v" : "");
+  launch_elementwise(op_name, key, inputs, outputs, scalars,
+                     [update_mean, update_var](ElementwiseContext& context) -> std::vector<ValueId> {
                        ir::Builder& builder = context.builder;
-                       return {normalize(builder, builder.cast(context.inputs[0], compute), context.inputs[1],
-                                         context.inputs[2], context.inputs)};
+                       std::vector<ValueId> results;
+                       int next = 0;
+                       auto blend = [&](bool unbiased) {
+                         DType type = ir::compute_dtype(context.input_dtypes[next]);
+                         ValueId running = context.inputs[next];
+                         ValueId statistic = builder.cast(context.inputs[next + 1], type);
+                         if (unbiased) {
+                           statistic = builder.binary(OpCode::kDivide, statistic,
+                                                      builder.cast(context.scalars[1], type));
+                         }
+                         ValueId m = builder.cast(context.scalars[0], type);
+                         ValueId keep_part = builder.binary(
+                             OpCode::kMultiply, builder.binary(OpCode::kSubtract, builder.constant(1, type), m),
+                             running);
+                         next += 2;
+                         return builder.binary(OpCode::kAdd, builder.binary(OpCode::kMultiply, m, statistic),
+                                               keep_part);
+                       };
+                       if (update_mean) results.push_back(blend(false));
+                       if (update_var) results.push_back(blend(true));
+                       return results;
                      });
+}
+
+// Training, step 4: normalize with the batch's statistics.
+void batch_normalize(const char* op_name, const at::Tensor& input, const BatchNormArgs& args,
+                     const ChannelSpace& space, const BatchNormAffine& affine, const at::Tensor& mean,
+                     const at::Tensor& invstd, const at::Tensor& output) {
+  const DType compute = space.compute;
+  std::vector<at::Tensor> inputs = {input, space.full(mean), space.full(invstd)};
+  affine.add_inputs(space, args, inputs);
+  launch_elementwise(op_name, "batch_norm_train" + affine.key(), inputs, {output}, {},
+                     [compute, affine](ElementwiseContext& context) -> std::vector<ValueId> {
+                       ir::Builder& builder = context.builder;
+                       return {affine.normalize(builder, compute, builder.cast(context.inputs[0], compute),
+                                                context.inputs[1], context.inputs[2], context.inputs)};
+                     });
+}
+
+void batch_norm_into(const at::Tensor& input, const BatchNormArgs& args, bool training,
+                     double momentum, double eps, const at::Tensor& output,
+                     const at::Tensor& save_mean, const at::Tensor& save_invstd) {
+  const char* op_name = "aten::native_batch_norm";
+  const BatchNormAffine affine{args.weight.defined(), args.bias.defined()};
+  if (!training) {
+    batch_norm_eval(op_name, input, args, eps, affine, output);
+    return;
+  }
+  TORCH_CHECK(input.numel() != 0, "input tensor must have at least one element, but got input_sizes = ",
+              input.sizes());
+  const ChannelSpace space = channel_space(input);
+  at::Tensor mean = accumulate_buffer(save_mean, space.accumulate);
+  at::Tensor invstd = accumulate_buffer(save_invstd, space.accumulate);
+  batch_mean(op_name, input, space, mean, save_mean);
+  at::Tensor var_sum = args.running_var.defined()
+                           ? at::empty({input.size(1)}, input.options().dtype(space.accumulate))
+                           : at::Tensor();
+  batch_invstd(op_name, input, space, eps, mean, invstd, save_invstd, var_sum);
+  update_running_stats(op_name, args, space, momentum, mean, var_sum);
+  batch_normalize(op_name, input, args, space, affine, mean, invstd, output);
 }
 
 // Output and statistics tensors as ATen's batch_norm_cpu allocates them.
@@ -218,11 +273,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward(const at::Tens
   return {output, save_mean, save_invstd};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
-    const at::Tensor& grad_out, const at::Tensor& input, const BatchNormArgs& args,
-    const at::Tensor& save_mean, const at::Tensor& save_invstd, bool train, double eps,
-    std::array<bool, 3> mask) {
-  const char* op_name = "aten::native_batch_norm_backward";
+// The backward's checks, as ATen's; returns the dtype of the parameter
+// gradients.
+at::ScalarType check_backward_inputs(const at::Tensor& grad_out, const at::Tensor& input,
+                                     const BatchNormArgs& args, const at::Tensor& save_mean,
+                                     const at::Tensor& save_invstd) {
   check_floating(input, "batch_norm_backward_cpu");
   check_same_device({grad_out, input, args.weight, args.running_mean, args.running_var, save_mean, save_invstd});
   check_batch_norm_params(input, args);
@@ -234,7 +289,109 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
     at::native::check_mixed_data_type(input, args.weight, args.running_mean, args.running_var,
                                       save_mean, save_invstd);
   }
-  const at::ScalarType param = at::native::param_scalar_type(input, mixed);
+  return at::native::param_scalar_type(input, mixed);
+}
+
+// The statistics a backward normalizes with, as kernel inputs 2 and 3:
+// training, the saved mean and invstd; evaluation, the running mean and
+// variance, invstd computed from the variance.
+struct BackwardStatistics {
+  bool train;
+  DType compute;
+  at::Tensor mean_full, stat_full;  // broadcast to the input's shape
+  ValueId invstd(ir::Builder& builder, ValueId stat, ValueId eps) const {
+    if (train) return builder.cast(stat, compute);
+    return builder.unary(OpCode::kRsqrt, builder.binary(OpCode::kAdd, builder.cast(stat, compute), eps));
+  }
+};
+
+// A per-channel accumulator: `result` itself when it is of the accumulate
+// dtype, else a buffer of it (then `result` receives a rounded copy).
+at::Tensor channel_accumulator(const at::Tensor& input, const ChannelSpace& space, const at::Tensor& result) {
+  return accumulate_buffer(
+      result.defined() ? result : at::empty({input.size(1)}, input.options().dtype(space.accumulate)),
+      space.accumulate);
+}
+
+// sum(dy) per channel: grad_bias itself.
+at::Tensor gradient_sum(const char* op_name, const at::Tensor& grad_out, const at::Tensor& input,
+                        const ChannelSpace& space, const at::Tensor& grad_bias) {
+  const DType compute = space.compute;
+  at::Tensor sum = channel_accumulator(input, space, grad_bias);
+  std::vector<at::Tensor> outputs = {space.keep(sum)};
+  if (grad_bias.defined() && !grad_bias.is_same(sum)) outputs.push_back(space.keep(grad_bias));
+  launch_sum(op_name, "batch_norm_backward_sum", {grad_out}, outputs, space.reduced, {},
+             [compute](ReductionContext& context) { return context.builder.cast(context.inputs[0], compute); },
+             nullptr);
+  return sum;
+}
+
+// sum((x - mean) * dy * invstd) per channel: grad_weight itself.
+at::Tensor gradient_dot(const char* op_name, const at::Tensor& grad_out, const at::Tensor& input,
+                        const ChannelSpace& space, const BackwardStatistics& statistics, double eps,
+                        const at::Tensor& grad_weight) {
+  const DType compute = space.compute;
+  at::Tensor dot = channel_accumulator(input, space, grad_weight);
+  std::vector<at::Tensor> outputs = {space.keep(dot)};
+  if (grad_weight.defined() && !grad_weight.is_same(dot)) outputs.push_back(space.keep(grad_weight));
+  const c10::Scalar eps_scalar(eps);
+  launch_sum(op_name, statistics.train ? "batch_norm_backward_dot" : "batch_norm_backward_dot_eval",
+             {input, grad_out, statistics.mean_full, statistics.stat_full}, outputs, space.reduced, {eps_scalar},
+             [compute, statistics](ReductionContext& context) {
+               ir::Builder& builder = context.builder;
+               auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
+               ValueId centered = builder.binary(OpCode::kSubtract, value(0), value(2));
+               ValueId invstd = statistics.invstd(builder, context.inputs[3], scalar_as(context, 0, compute));
+               return builder.binary(OpCode::kMultiply, builder.binary(OpCode::kMultiply, centered, value(1)),
+                                     invstd);
+             },
+             nullptr);
+  return dot;
+}
+
+// grad_input: evaluation, dy * invstd * w; training,
+// (dy - sum / n - (x - mean) * k) * invstd * w with k = dot * invstd / n
+// (dot already carries one invstd).
+void gradient_input(const char* op_name, const at::Tensor& grad_out, const at::Tensor& input,
+                    const BatchNormArgs& args, const ChannelSpace& space, const BackwardStatistics& statistics,
+                    double eps, const at::Tensor& sum, const at::Tensor& dot, const at::Tensor& grad_input) {
+  const bool train = statistics.train, has_weight = args.weight.defined();
+  const DType compute = space.compute;
+  std::vector<at::Tensor> inputs = {input, grad_out, statistics.mean_full, statistics.stat_full};
+  if (train) {
+    inputs.push_back(space.full(sum));
+    inputs.push_back(space.full(dot));
+  }
+  if (has_weight) inputs.push_back(space.full(args.weight));
+  const c10::Scalar scalars[] = {eps, static_cast<double>(space.count)};
+  std::string key = std::string(train ? "batch_norm_backward_input" : "batch_norm_backward_input_eval") +
+                    (has_weight ? "_w" : "");
+  launch_elementwise(
+      op_name, key, inputs, {grad_input}, scalars,
+      [train, has_weight, compute, statistics](ElementwiseContext& context) -> std::vector<ValueId> {
+        ir::Builder& builder = context.builder;
+        auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
+        ValueId eps_value = builder.cast(context.scalars[0], compute);
+        ValueId invstd = statistics.invstd(builder, context.inputs[3], eps_value);
+        ValueId dy = value(1);
+        ValueId scale = invstd;
+        if (has_weight) scale = builder.binary(OpCode::kMultiply, scale, value(train ? 6 : 4));
+        if (!train) return {builder.binary(OpCode::kMultiply, dy, scale)};
+        ValueId n = builder.cast(context.scalars[1], compute);
+        ValueId grad_mean = builder.binary(OpCode::kDivide, value(4), n);
+        ValueId k = builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, value(5), invstd), n);
+        ValueId projection = builder.binary(OpCode::kMultiply, builder.binary(OpCode::kSubtract, value(0), value(2)), k);
+        ValueId centered = builder.binary(OpCode::kSubtract, builder.binary(OpCode::kSubtract, dy, grad_mean), projection);
+        return {builder.binary(OpCode::kMultiply, centered, scale)};
+      });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
+    const at::Tensor& grad_out, const at::Tensor& input, const BatchNormArgs& args,
+    const at::Tensor& save_mean, const at::Tensor& save_invstd, bool train, double eps,
+    std::array<bool, 3> mask) {
+  const char* op_name = "aten::native_batch_norm_backward";
+  const at::ScalarType param = check_backward_inputs(grad_out, input, args, save_mean, save_invstd);
   const int64_t channels = input.size(1);
   at::Tensor grad_input, grad_weight, grad_bias;
   if (mask[0]) grad_input = at::empty_like(input, input.suggest_memory_format());
@@ -252,87 +409,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
     TORCH_CHECK(args.running_mean.defined() && args.running_var.defined(),
                 "native_batch_norm_backward: running_mean and running_var are required in evaluation mode");
   }
-  const int64_t rank = input.dim();
-  const c10::DimVector reduced = all_but(rank, 1);
-  const at::ScalarType accumulate = accumulate_type(input.scalar_type());
-  const DType compute = compute_of(accumulate);
-  const at::IntArrayRef sizes = input.sizes();
-  auto full = [&](const at::Tensor& vector) { return channel_view(vector, rank, 1).expand(sizes); };
-  auto keep = [&](const at::Tensor& vector) { return channel_view(vector, rank, 1); };
-  const int64_t count = input.numel() / channels;
-  const bool has_weight = args.weight.defined();
-
-  // Per-channel mean and invstd as kernel inputs 2 and 3 (training: the
-  // saved ones; evaluation: the running ones, invstd from the variance).
-  const at::Tensor mean_full = full(train ? save_mean : args.running_mean);
-  const at::Tensor stat_full = full(train ? save_invstd : args.running_var);
-  auto invstd_of = [train, compute](ir::Builder& builder, ValueId stat, ValueId eps) {
-    if (train) return builder.cast(stat, compute);
-    return builder.unary(OpCode::kRsqrt, builder.binary(OpCode::kAdd, builder.cast(stat, compute), eps));
-  };
-  const c10::Scalar eps_scalar(eps);
-
-  const bool need_sum = mask[2] || (mask[0] && train);
-  const bool need_dot = mask[1] || (mask[0] && train);
+  const ChannelSpace space = channel_space(input);
+  const BackwardStatistics statistics{train, space.compute, space.full(train ? save_mean : args.running_mean),
+                                      space.full(train ? save_invstd : args.running_var)};
+  // grad_input in training needs both sums; they are also grad_bias and
+  // grad_weight.
   at::Tensor sum, dot;
-  if (need_sum) {
-    sum = accumulate_buffer(grad_bias.defined() ? grad_bias : at::empty({channels}, input.options().dtype(accumulate)),
-                            accumulate);
-    std::vector<at::Tensor> outputs = {keep(sum)};
-    if (grad_bias.defined() && !grad_bias.is_same(sum)) outputs.push_back(keep(grad_bias));
-    launch_sum(op_name, "batch_norm_backward_sum", {grad_out}, outputs, reduced, {},
-               [compute](ReductionContext& context) { return context.builder.cast(context.inputs[0], compute); },
-               nullptr);
+  if (mask[2] || (mask[0] && train)) sum = gradient_sum(op_name, grad_out, input, space, grad_bias);
+  if (mask[1] || (mask[0] && train)) {
+    dot = gradient_dot(op_name, grad_out, input, space, statistics, eps, grad_weight);
   }
-  if (need_dot) {
-    // sum((x - mean) * dy * invstd): grad_weight itself.
-    dot = accumulate_buffer(grad_weight.defined() ? grad_weight : at::empty({channels}, input.options().dtype(accumulate)),
-                            accumulate);
-    std::vector<at::Tensor> outputs = {keep(dot)};
-    if (grad_weight.defined() && !grad_weight.is_same(dot)) outputs.push_back(keep(grad_weight));
-    launch_sum(op_name, train ? "batch_norm_backward_dot" : "batch_norm_backward_dot_eval",
-               {input, grad_out, mean_full, stat_full}, outputs, reduced, {eps_scalar},
-               [compute, invstd_of](ReductionContext& context) {
-                 ir::Builder& builder = context.builder;
-                 auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
-                 ValueId centered = builder.binary(OpCode::kSubtract, value(0), value(2));
-                 ValueId invstd = invstd_of(builder, context.inputs[3], scalar_as(context, 0, compute));
-                 return builder.binary(OpCode::kMultiply, builder.binary(OpCode::kMultiply, centered, value(1)),
-                                       invstd);
-               },
-               nullptr);
-  }
-  if (mask[0]) {
-    std::vector<at::Tensor> inputs = {input, grad_out, mean_full, stat_full};
-    if (train) {
-      inputs.push_back(full(sum));
-      inputs.push_back(full(dot));
-    }
-    if (has_weight) inputs.push_back(full(args.weight));
-    const c10::Scalar scalars[] = {eps, static_cast<double>(count)};
-    std::string key = std::string(train ? "batch_norm_backward_input" : "batch_norm_backward_input_eval") +
-                      (has_weight ? "_w" : "");
-    launch_elementwise(
-        op_name, key, inputs, {grad_input}, scalars,
-        [train, has_weight, compute, invstd_of](ElementwiseContext& context) -> std::vector<ValueId> {
-          ir::Builder& builder = context.builder;
-          auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
-          ValueId eps_value = builder.cast(context.scalars[0], compute);
-          ValueId invstd = invstd_of(builder, context.inputs[3], eps_value);
-          ValueId dy = value(1);
-          ValueId scale = invstd;
-          if (has_weight) scale = builder.binary(OpCode::kMultiply, scale, value(train ? 6 : 4));
-          if (!train) return {builder.binary(OpCode::kMultiply, dy, scale)};
-          // (dy - sum / n - (x - mean) * k) * invstd * w with
-          // k = dot * invstd / n (dot already carries one invstd).
-          ValueId n = builder.cast(context.scalars[1], compute);
-          ValueId grad_mean = builder.binary(OpCode::kDivide, value(4), n);
-          ValueId k = builder.binary(OpCode::kDivide, builder.binary(OpCode::kMultiply, value(5), invstd), n);
-          ValueId projection = builder.binary(OpCode::kMultiply, builder.binary(OpCode::kSubtract, value(0), value(2)), k);
-          ValueId centered = builder.binary(OpCode::kSubtract, builder.binary(OpCode::kSubtract, dy, grad_mean), projection);
-          return {builder.binary(OpCode::kMultiply, centered, scale)};
-        });
-  }
+  if (mask[0]) gradient_input(op_name, grad_out, input, args, space, statistics, eps, sum, dot, grad_input);
   return {grad_input, grad_weight, grad_bias};
 }
 

@@ -99,6 +99,89 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward(
   return {output, mean, rstd};
 }
 
+// A layer-norm input as its backward sees it: rows of the normalized shape
+// (dims axis..rank-1), each with its mean and rstd, broadcast to the input.
+struct LayerNormRows {
+  int64_t rank, axis;
+  at::ScalarType accumulate;
+  DType compute;
+  c10::DimVector stat_shape;  // the input's batch dims, then 1s
+  at::Tensor mean_full, rstd_full, weight_full;  // weight_full: undefined without a weight
+};
+
+// grad_input by reductions over each row (when the row kernel does not suit
+// the layout): ds = sum(dy * w * x), db = sum(dy * w) per row; then
+// dx = rstd * dy * w + b * x + c with b = (db * mean - ds) * rstd^3 / N
+// and c = -b * mean - db * rstd / N, as ATen's CPU kernel.
+void layer_norm_backward_input_reduced(const char* op_name, const at::Tensor& grad_out, const at::Tensor& input,
+                                       const LayerNormRows& rows, int64_t N, const at::Tensor& grad_input) {
+  const DType compute = rows.compute;
+  const bool has_weight = rows.weight_full.defined();
+  const c10::DimVector reduced = range_dims(rows.axis, rows.rank);
+  std::vector<at::Tensor> row_inputs = {grad_out, input};
+  if (has_weight) row_inputs.push_back(rows.weight_full);
+  auto scaled_grad = [compute, has_weight](ReductionContext& context) {
+    ir::Builder& builder = context.builder;
+    ValueId g = builder.cast(context.inputs[0], compute);
+    if (has_weight) g = builder.binary(OpCode::kMultiply, g, builder.cast(context.inputs[2], compute));
+    return g;
+  };
+  at::Tensor ds = at::empty(rows.stat_shape, input.options().dtype(rows.accumulate));
+  at::Tensor db = at::empty(rows.stat_shape, input.options().dtype(rows.accumulate));
+  launch_sum(op_name, has_weight ? "layer_norm_backward_ds_w" : "layer_norm_backward_ds", row_inputs,
+             {ds}, reduced, {},
+             [scaled_grad, compute](ReductionContext& context) {
+               return context.builder.binary(OpCode::kMultiply, scaled_grad(context),
+                                             context.builder.cast(context.inputs[1], compute));
+             },
+             nullptr);
+  launch_sum(op_name, has_weight ? "layer_norm_backward_db_w" : "layer_norm_backward_db", row_inputs,
+             {db}, reduced, {}, scaled_grad, nullptr);
+
+  std::vector<at::Tensor> inputs = {grad_out, input, rows.mean_full, rows.rstd_full, ds.expand(input.sizes()),
+                                    db.expand(input.sizes())};
+  if (has_weight) inputs.push_back(rows.weight_full);
+  const c10::Scalar count(static_cast<double>(N));
+  launch_elementwise(
+      op_name, has_weight ? "layer_norm_backward_input_w" : "layer_norm_backward_input", inputs,
+      {grad_input}, {count}, [compute, has_weight](ElementwiseContext& context) -> std::vector<ValueId> {
+        ir::Builder& builder = context.builder;
+        auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
+        ValueId dy = value(0), x = value(1), mean_value = value(2), a = value(3);
+        ValueId ds_value = value(4), db_value = value(5);
+        ValueId n = builder.cast(context.scalars[0], compute);
+        ValueId g = has_weight ? builder.binary(OpCode::kMultiply, dy, value(6)) : dy;
+        return {normalized_grad_input(builder, g, x, mean_value, a, ds_value, db_value, n)};
+      });
+}
+
+// grad_weight = sum over the batch dims of dy * (x - mean) * rstd.
+void layer_norm_backward_weight(const char* op_name, const at::Tensor& grad_out, const at::Tensor& input,
+                                const LayerNormRows& rows, const at::Tensor& grad_weight) {
+  const DType compute = rows.compute;
+  const c10::DimVector batch = range_dims(0, rows.axis);
+  launch_sum(op_name, "layer_norm_backward_weight", {grad_out, input, rows.mean_full, rows.rstd_full},
+             {keepdim_view(grad_weight, rows.rank, batch)}, batch, {},
+             [compute](ReductionContext& context) {
+               ir::Builder& builder = context.builder;
+               auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
+               ValueId centered = builder.binary(OpCode::kSubtract, value(1), value(2));
+               return builder.binary(OpCode::kMultiply, value(0), builder.binary(OpCode::kMultiply, centered, value(3)));
+             },
+             nullptr);
+}
+
+// grad_bias = sum over the batch dims of dy.
+void layer_norm_backward_bias(const char* op_name, const at::Tensor& grad_out, const LayerNormRows& rows,
+                              const at::Tensor& grad_bias) {
+  const DType compute = rows.compute;
+  const c10::DimVector batch = range_dims(0, rows.axis);
+  launch_sum(op_name, "layer_norm_backward_bias", {grad_out}, {keepdim_view(grad_bias, rows.rank, batch)},
+             batch, {},
+             [compute](ReductionContext& context) { return context.builder.cast(context.inputs[0], compute); },
+             nullptr);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, at::IntArrayRef normalized_shape,
     const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& weight, const at::Tensor& bias,
@@ -127,77 +210,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
     if (grad_bias.defined()) grad_bias.zero_();
     return {grad_input, grad_weight, grad_bias};
   }
-  const at::ScalarType accumulate = accumulate_type(input.scalar_type());
-  const DType compute = compute_of(accumulate);
-  c10::DimVector stat_shape(input.sizes().begin(), input.sizes().begin() + axis);
-  stat_shape.resize(rank, 1);
-  const at::Tensor mean_full = mean.reshape(stat_shape).expand(input.sizes());
-  const at::Tensor rstd_full = rstd.reshape(stat_shape).expand(input.sizes());
-  const bool has_weight = weight.defined();
-  const at::Tensor weight_full = has_weight ? weight.expand(input.sizes()) : at::Tensor();
+  LayerNormRows rows{rank, axis, accumulate_type(input.scalar_type()), {}, {}, {}, {}, {}};
+  rows.compute = compute_of(rows.accumulate);
+  rows.stat_shape.assign(input.sizes().begin(), input.sizes().begin() + axis);
+  rows.stat_shape.resize(rank, 1);
+  rows.mean_full = mean.reshape(rows.stat_shape).expand(input.sizes());
+  rows.rstd_full = rstd.reshape(rows.stat_shape).expand(input.sizes());
+  if (weight.defined()) rows.weight_full = weight.expand(input.sizes());
 
   if (mask[0] && rows_suit_row_kernel({grad_out, input, grad_input}, range_dims(axis, rank))) {
-    layer_norm_backward_input_rows(op_name, grad_out, input, mean_full, rstd_full, weight_full, axis,
-                                   static_cast<double>(N), compute, grad_input);
+    layer_norm_backward_input_rows(op_name, grad_out, input, rows.mean_full, rows.rstd_full, rows.weight_full,
+                                   axis, static_cast<double>(N), rows.compute, grad_input);
   } else if (mask[0]) {
-    // ds = sum(dy * w * x), db = sum(dy * w) per row; then
-    // dx = rstd * dy * w + b * x + c with b = (db * mean - ds) * rstd^3 / N
-    // and c = -b * mean - db * rstd / N, as ATen's CPU kernel.
-    const c10::DimVector reduced = range_dims(axis, rank);
-    std::vector<at::Tensor> row_inputs = {grad_out, input};
-    if (has_weight) row_inputs.push_back(weight_full);
-    auto scaled_grad = [compute, has_weight](ReductionContext& context) {
-      ir::Builder& builder = context.builder;
-      ValueId g = builder.cast(context.inputs[0], compute);
-      if (has_weight) g = builder.binary(OpCode::kMultiply, g, builder.cast(context.inputs[2], compute));
-      return g;
-    };
-    at::Tensor ds = at::empty(stat_shape, input.options().dtype(accumulate));
-    at::Tensor db = at::empty(stat_shape, input.options().dtype(accumulate));
-    launch_sum(op_name, has_weight ? "layer_norm_backward_ds_w" : "layer_norm_backward_ds", row_inputs,
-               {ds}, reduced, {},
-               [scaled_grad, compute](ReductionContext& context) {
-                 return context.builder.binary(OpCode::kMultiply, scaled_grad(context),
-                                               context.builder.cast(context.inputs[1], compute));
-               },
-               nullptr);
-    launch_sum(op_name, has_weight ? "layer_norm_backward_db_w" : "layer_norm_backward_db", row_inputs,
-               {db}, reduced, {}, scaled_grad, nullptr);
-
-    std::vector<at::Tensor> inputs = {grad_out, input, mean_full, rstd_full, ds.expand(input.sizes()),
-                                      db.expand(input.sizes())};
-    if (has_weight) inputs.push_back(weight_full);
-    const c10::Scalar count(static_cast<double>(N));
-    launch_elementwise(
-        op_name, has_weight ? "layer_norm_backward_input_w" : "layer_norm_backward_input", inputs,
-        {grad_input}, {count}, [compute, has_weight](ElementwiseContext& context) -> std::vector<ValueId> {
-          ir::Builder& builder = context.builder;
-          auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
-          ValueId dy = value(0), x = value(1), mean_value = value(2), a = value(3);
-          ValueId ds_value = value(4), db_value = value(5);
-          ValueId n = builder.cast(context.scalars[0], compute);
-          ValueId g = has_weight ? builder.binary(OpCode::kMultiply, dy, value(6)) : dy;
-          return {normalized_grad_input(builder, g, x, mean_value, a, ds_value, db_value, n)};
-        });
+    layer_norm_backward_input_reduced(op_name, grad_out, input, rows, N, grad_input);
   }
-  const c10::DimVector batch = range_dims(0, axis);
-  if (mask[1]) {
-    launch_sum(op_name, "layer_norm_backward_weight", {grad_out, input, mean_full, rstd_full},
-               {keepdim_view(grad_weight, rank, batch)}, batch, {},
-               [compute](ReductionContext& context) {
-                 ir::Builder& builder = context.builder;
-                 auto value = [&](int index) { return builder.cast(context.inputs[index], compute); };
-                 ValueId centered = builder.binary(OpCode::kSubtract, value(1), value(2));
-                 return builder.binary(OpCode::kMultiply, value(0), builder.binary(OpCode::kMultiply, centered, value(3)));
-               },
-               nullptr);
-  }
-  if (mask[2]) {
-    launch_sum(op_name, "layer_norm_backward_bias", {grad_out}, {keepdim_view(grad_bias, rank, batch)},
-               batch, {},
-               [compute](ReductionContext& context) { return context.builder.cast(context.inputs[0], compute); },
-               nullptr);
-  }
+  if (mask[1]) layer_norm_backward_weight(op_name, grad_out, input, rows, grad_weight);
+  if (mask[2]) layer_norm_backward_bias(op_name, grad_out, rows, grad_bias);
   return {grad_input, grad_weight, grad_bias};
 }
 

@@ -4,8 +4,9 @@
 // of compiled/launch/ builds on this header: elementwise.h and pointwise.h
 // (TensorIterator ops), reduction.h, row_kernel.h (one row per position),
 // indexed_kernel.h (gathers and scatters), coordinate_launch.h (factories),
-// structured_*.h (ATen's meta functions), pointwise_support.h (dtype sets,
-// scalar conversion), index_checks.h (errors found in device data).
+// structured_*.h (ATen's meta functions), dtype_sets.h (the dtypes of ATen's
+// dispatch macros), pointwise_support.h (scalar conversion), index_checks.h
+// (errors found in device data).
 //
 // Ownership and lifetime:
 //   - A KernelEntry is a plain function pointer into a shared object the

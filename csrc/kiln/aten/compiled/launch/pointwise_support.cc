@@ -5,11 +5,6 @@
 
 namespace kiln::torch_integration::compiled {
 
-void check_dispatch_dtype(const char* name, c10::ScalarType type, DTypeSet allowed) {
-  TORCH_CHECK_NOT_IMPLEMENTED(allowed.contains(type), '"', name, "\" not implemented for '",
-                              c10::toString(type), "'");
-}
-
 c10::ScalarType dispatch_dtype(const at::TensorIteratorBase& iter) {
   std::optional<c10::ScalarType> common = iter.maybe_common_dtype();
   return common.has_value() ? *common : iter.dtype(0);

@@ -1,58 +1,19 @@
 // What the pointwise op families (unary, clamp, ternary, power, activation,
-// factory) share on top of launch_pointwise: the dtypes each op's CPU kernel
-// covers, scalars converted the way ATen's kernels convert them, and a launch
-// that rounds a half-precision result before storing it into a wider out=
-// tensor.
+// factory) share on top of launch_pointwise: the dtype a CPU kernel
+// dispatches on, scalars converted the way ATen's kernels convert them, and a
+// launch that rounds a half-precision result before storing it into a wider
+// out= tensor. The dtype sets each op's CPU kernel covers: dtype_sets.h.
 #pragma once
 
 #include <ATen/TensorIterator.h>
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
 
-#include <cstdint>
-#include <initializer_list>
 #include <string_view>
 
 #include "kiln/aten/compiled/launch/pointwise.h"
 
 namespace kiln::torch_integration::compiled {
-
-// A set of ATen dtypes, as AT_DISPATCH groups them.
-class DTypeSet {
- public:
-  constexpr DTypeSet() = default;
-  constexpr DTypeSet(std::initializer_list<c10::ScalarType> types) {
-    for (c10::ScalarType type : types) bits_ |= bit(type);
-  }
-  constexpr bool contains(c10::ScalarType type) const { return (bits_ & bit(type)) != 0; }
-  constexpr DTypeSet operator|(DTypeSet other) const {
-    DTypeSet result;
-    result.bits_ = bits_ | other.bits_;
-    return result;
-  }
-
- private:
-  static constexpr uint64_t bit(c10::ScalarType type) {
-    return uint64_t{1} << static_cast<int>(type);
-  }
-  uint64_t bits_ = 0;
-};
-
-inline constexpr DTypeSet kBoolType{c10::ScalarType::Bool};
-inline constexpr DTypeSet kIntegralTypes{c10::ScalarType::Byte, c10::ScalarType::Char,
-                                         c10::ScalarType::Short, c10::ScalarType::Int,
-                                         c10::ScalarType::Long};
-inline constexpr DTypeSet kFloatingTypes{c10::ScalarType::Half, c10::ScalarType::BFloat16,
-                                         c10::ScalarType::Float, c10::ScalarType::Double};
-inline constexpr DTypeSet kNumericTypes = kIntegralTypes | kFloatingTypes;
-inline constexpr DTypeSet kAllTypes = kNumericTypes | kBoolType;
-// The CPU kernels that take no half types: ctc and margin losses, the
-// distances, most torch.special functions.
-inline constexpr DTypeSet kFloatAndDoubleTypes{c10::ScalarType::Float, c10::ScalarType::Double};
-
-// Raises the NotImplementedError ATen's dispatch macros raise ("\"name\" not
-// implemented for 'Bool'") unless `allowed` covers `type`.
-void check_dispatch_dtype(const char* name, c10::ScalarType type, DTypeSet allowed);
 
 // The dtype a CPU kernel dispatches on: the iterator's common dtype (the CPU
 // computes into a temporary of that dtype when an out= tensor differs), else

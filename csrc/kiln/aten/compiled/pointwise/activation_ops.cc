@@ -26,6 +26,7 @@
 #include <initializer_list>
 
 #include "kiln/aten/compiled/pointwise/clamp_ops.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

@@ -8,6 +8,7 @@
 
 #include "kiln/aten/compiled/pointwise/complex_arithmetic.h"
 #include "kiln/aten/compiled/launch/pointwise.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 
 namespace kiln::torch_integration::compiled {

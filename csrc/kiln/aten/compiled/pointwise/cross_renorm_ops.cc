@@ -12,6 +12,7 @@
 #include <ATen/ops/mul.h>
 #include <c10/core/ScalarType.h>
 
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

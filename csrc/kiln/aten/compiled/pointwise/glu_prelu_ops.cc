@@ -9,6 +9,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/glu_meta.h>
 
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

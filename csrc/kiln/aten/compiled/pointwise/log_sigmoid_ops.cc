@@ -4,7 +4,7 @@
 #include <ATen/ops/empty_like.h>
 
 #include "kiln/aten/compiled/launch/pointwise.h"
-#include "kiln/aten/compiled/launch/pointwise_support.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {

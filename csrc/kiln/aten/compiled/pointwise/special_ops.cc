@@ -40,6 +40,7 @@
 #include <ATen/ops/special_spherical_bessel_j0_meta.h>
 #include <ATen/ops/special_zeta_meta.h>
 
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "kiln/aten/compiled/launch/ir_dtype.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <limits>
 
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

@@ -47,6 +47,7 @@
 #include <limits>
 
 #include "kiln/aten/compiled/pointwise/complex_arithmetic.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

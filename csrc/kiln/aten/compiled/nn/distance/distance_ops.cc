@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kiln/aten/compiled/launch/elementwise.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/reduction.h"
 

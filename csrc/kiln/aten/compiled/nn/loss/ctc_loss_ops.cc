@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kiln/aten/compiled/launch/elementwise.h"
-#include "kiln/aten/compiled/launch/pointwise_support.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {

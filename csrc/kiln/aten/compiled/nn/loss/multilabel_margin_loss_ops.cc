@@ -12,6 +12,7 @@
 
 #include "kiln/aten/compiled/launch/elementwise.h"
 #include "kiln/aten/compiled/launch/index_checks.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/reduction.h"
 

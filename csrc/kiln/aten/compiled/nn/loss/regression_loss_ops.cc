@@ -8,6 +8,7 @@
 #include <ATen/ops/sum.h>
 
 #include "kiln/aten/compiled/launch/pointwise.h"
+#include "kiln/aten/compiled/launch/dtype_sets.h"
 #include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/compiled/launch/structured_iterator.h"
 

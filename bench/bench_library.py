@@ -146,13 +146,8 @@ def measure(call, synchronize, target_seconds, measurements):
 def run_mode(device, threads, selected, target_seconds, measurements):
     """Runs in the child process: every case on one device; prints JSON."""
     import torch
-    torch.set_num_threads(threads)
-    if device == "kiln":
-        import torch_kiln  # noqa: F401 (autoload may be off)
-        synchronize = torch.kiln.synchronize
-    else:
-        def synchronize():
-            pass
+    from run_info import enter_mode
+    synchronize = enter_mode(device, threads)
     figures = {}
     for name, kind, dtype, shape in selected:
         call = make_call(kind, dtype, shape, device)

@@ -64,14 +64,8 @@ def build(name):
 def run_mode(name, device, threads, warmup, steps):
     """In the child process: one model on one device; prints JSON."""
     import torch
-    if threads:
-        torch.set_num_threads(threads)
-    if device == "kiln":
-        import torch_kiln  # noqa: F401 (autoload may be off)
-        synchronize = torch.kiln.synchronize
-    else:
-        def synchronize():
-            pass
+    from run_info import enter_mode
+    synchronize = enter_mode(device, threads)
     model, batch, loss_of = build(name)
     model = model.to(device).train()
     batch = tuple(tensor.to(device) for tensor in batch)

@@ -71,3 +71,16 @@ def header(argv, versions=""):
         f"torch.get_num_threads()={torch.get_num_threads()}",
         f"load    : {load()} at start (other processes share these cores)",
     ]
+
+
+def enter_mode(device, threads=0):
+    """For a benchmark's child process, which runs one mode: sets
+    torch.set_num_threads(threads) (0 keeps PyTorch's default), loads Kiln for
+    device "kiln" (autoload may be off), and returns the function that waits
+    for the device's queued work (nothing to wait for on the CPU)."""
+    if threads:
+        torch.set_num_threads(threads)
+    if device == "kiln":
+        import torch_kiln  # noqa: F401
+        return torch.kiln.synchronize
+    return lambda: None

@@ -66,6 +66,21 @@ def test_batched_products_match_the_cpu(threads, dtype, batches, m, k, n):
           torch.baddbmm(bias, a, b, alpha=0.5), dtype)
 
 
+def check_forward_and_backward(function, *inputs):
+    """function(*inputs) and the gradients of its inputs for a random output
+    gradient, on kiln against the CPU; returns kiln's result."""
+    leaves = [x.clone().requires_grad_() for x in inputs]
+    device = [x.to("kiln").detach().requires_grad_() for x in inputs]
+    expected, result = function(*leaves), function(*device)
+    grad = random(*expected.shape, seed=3)
+    expected.backward(grad)
+    result.backward(grad.to("kiln"))
+    check(result.detach(), expected.detach(), torch.float32)
+    for device_leaf, leaf in zip(device, leaves):
+        check(device_leaf.grad, leaf.grad, torch.float32)
+    return result
+
+
 CONVOLUTIONS = {
     # name: (input sizes, weight sizes, keyword arguments)
     "3x3": ((4, 16, 20, 20), (32, 16, 3, 3), dict(padding=1)),
@@ -96,29 +111,13 @@ def test_convolutions_forward_and_backward_match_the_cpu(threads, name, channels
     bias = random(weight_sizes[0], seed=2)
     if channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
-    leaves = [x.clone().requires_grad_() for x in (images, weight, bias)]
-    device = [x.to("kiln").detach().requires_grad_() for x in (images, weight, bias)]
-    expected = convolve(*leaves, **arguments)
-    result = convolve(*device, **arguments)
-    grad = random(*expected.shape, seed=3)
-    expected.backward(grad)
-    result.backward(grad.to("kiln"))
-    check(result.detach(), expected.detach(), torch.float32)
-    for device_leaf, leaf in zip(device, leaves):
-        check(device_leaf.grad, leaf.grad, torch.float32)
+    check_forward_and_backward(lambda *tensors: convolve(*tensors, **arguments), images, weight, bias)
 
 
 def test_transposed_convolution_matches_the_cpu(threads):
     images, weight = random(4, 32, 12, 12), random(32, 16, 4, 4, seed=1)
-    leaves = [x.clone().requires_grad_() for x in (images, weight)]
-    device = [x.to("kiln").detach().requires_grad_() for x in (images, weight)]
-    expected = functional.conv_transpose2d(*leaves, stride=2, padding=1)
-    result = functional.conv_transpose2d(*device, stride=2, padding=1)
-    expected.square().sum().backward()
-    result.square().sum().backward()
-    check(result.detach(), expected.detach(), torch.float32)
-    for device_leaf, leaf in zip(device, leaves):
-        check(device_leaf.grad, leaf.grad, torch.float32)
+    check_forward_and_backward(lambda *tensors: functional.conv_transpose2d(*tensors, stride=2, padding=1),
+                               images, weight)
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels-last"])
@@ -128,13 +127,5 @@ def test_1x1_convolution_without_bias_matches_the_cpu(threads, positions, channe
     images, weight = random(4, 96, positions, positions), random(160, 96, 1, 1, seed=1)
     if channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
-    leaves = [x.clone().requires_grad_() for x in (images, weight)]
-    device = [x.to("kiln").detach().requires_grad_() for x in (images, weight)]
-    expected, result = functional.conv2d(*leaves), functional.conv2d(*device)
+    result = check_forward_and_backward(functional.conv2d, images, weight)
     assert result.is_contiguous(memory_format=torch.channels_last) == channels_last
-    grad = random(*expected.shape, seed=3)
-    expected.backward(grad)
-    result.backward(grad.to("kiln"))
-    check(result.detach(), expected.detach(), torch.float32)
-    for device_leaf, leaf in zip(device, leaves):
-        check(device_leaf.grad, leaf.grad, torch.float32)

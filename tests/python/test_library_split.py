@@ -86,6 +86,8 @@ CONVOLUTIONS = {
     "3x3": ((4, 16, 20, 20), (32, 16, 3, 3), dict(padding=1)),
     "3x3-batch-1": ((1, 32, 24, 24), (48, 32, 3, 3), dict(padding=1)),
     "1x1-stride-2": ((3, 64, 24, 24), (96, 64, 1, 1), dict(stride=2)),
+    # Uneven strides over odd sizes: the positions read, and the zeros between them in the gradient.
+    "1x1-strides-2-3-odd": ((2, 48, 15, 17), (64, 48, 1, 1), dict(stride=(2, 3))),
     "7x7-first-layer": ((2, 3, 64, 64), (16, 3, 7, 7), dict(stride=2, padding=3)),
     "grouped": ((4, 32, 16, 16), (32, 8, 3, 3), dict(padding=1, groups=4)),
     "dilated-1d": ((5, 24, 300), (40, 24, 5), dict(dilation=2)),

@@ -367,7 +367,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   at::Tensor output = at::empty(*sizes, input.options().memory_format(format));
   if (output.numel() == 0) return output;
   if (is_pointwise_convolution(input, weight, stride, padding, transposed, output_padding, groups)) {
-    pointwise_convolution(input, weight, bias, output);
+    pointwise_convolution(input, weight, bias, stride, output);
     return output;
   }
   // Owned copies: the work may run after this call returned.
@@ -424,7 +424,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   if (output_mask[2]) grad_bias = at::empty(*bias_sizes, weight.options());
   if (grad_output.numel() > 0 &&
       is_pointwise_convolution(input, weight, stride, padding, transposed, output_padding, groups)) {
-    pointwise_convolution_backward(grad_output, input, weight, grad_input, grad_weight, grad_bias);
+    pointwise_convolution_backward(grad_output, input, weight, stride, grad_input, grad_weight, grad_bias);
     return {grad_input, grad_weight, grad_bias};
   }
   ConvolutionArguments arguments{stride.vec(), padding.vec(), dilation.vec(),

@@ -3,6 +3,7 @@
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/sum.h>
 
@@ -43,6 +44,23 @@ at::Tensor samples(const at::Tensor& tensor) {
   return tensor.reshape({tensor.size(0), tensor.size(1), -1});
 }
 
+// The positions a 1x1 convolution with `stride` reads: every stride-th row
+// and column, a view.
+at::Tensor strided_positions(const at::Tensor& tensor, c10::IntArrayRef stride) {
+  const int64_t rows = stride[0], columns = stride.size() > 1 ? stride[1] : stride[0];
+  return tensor.slice(2, 0, tensor.size(2), rows).slice(3, 0, tensor.size(3), columns);
+}
+
+bool is_strided(c10::IntArrayRef stride) { return !all_equal(stride, 1); }
+
+// The input at the positions the convolution reads, dense in the input's
+// layout: the input itself for stride 1, else a copy of a quarter of it (or
+// less), which the products then read as they read a stride-1 input.
+at::Tensor read_positions(const at::Tensor& input, c10::IntArrayRef stride) {
+  if (!is_strided(stride)) return input;
+  return strided_positions(input, stride).contiguous(input.suggest_memory_format());
+}
+
 // Writes a C x N*H*W product into the NCHW tensor `target` (N x C x H x W).
 void store_channels_by_positions(const at::Tensor& product, at::Tensor& target) {
   target.copy_(product.view({target.size(1), target.size(0), target.size(2), target.size(3)}).permute({1, 0, 2, 3}));
@@ -55,14 +73,18 @@ bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight,
                               int64_t groups) {
   if (transposed || groups != 1 || input.dim() != 4 || weight.dim() != 4) return false;
   if (weight.size(2) != 1 || weight.size(3) != 1 || weight.size(1) != input.size(1)) return false;
-  if (!all_equal(stride, 1) || !all_equal(padding, 0) || !all_equal(output_padding, 0)) return false;
+  if (stride.empty() || stride.size() > 2 || !all_equal(padding, 0) || !all_equal(output_padding, 0)) return false;
+  for (int64_t step : stride) {
+    if (step < 1) return false;
+  }
   if (input.scalar_type() != weight.scalar_type() || !at::isFloatingType(input.scalar_type())) return false;
   if (input.numel() == 0 || weight.numel() == 0) return false;
   return true;
 }
 
-void pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                           at::Tensor& output) {
+void pointwise_convolution(const at::Tensor& strided_input, const at::Tensor& weight,
+                           const std::optional<at::Tensor>& bias, c10::IntArrayRef stride, at::Tensor& output) {
+  const at::Tensor input = read_positions(strided_input, stride);
   const at::Tensor matrix = weight.reshape({weight.size(0), weight.size(1)});  // C_out x C_in
   const bool has_bias = bias.has_value() && bias->defined();
   if (is_channels_last(input) && is_channels_last(output)) {
@@ -92,8 +114,16 @@ void pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, co
   store_channels_by_positions(product, output);
 }
 
-void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
-                                    at::Tensor& grad_input, at::Tensor& grad_weight, at::Tensor& grad_bias) {
+void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Tensor& strided_input,
+                                    const at::Tensor& weight, c10::IntArrayRef stride, at::Tensor& strided_grad_input,
+                                    at::Tensor& grad_weight, at::Tensor& grad_bias) {
+  const at::Tensor input = read_positions(strided_input, stride);
+  // With a stride, the gradient of the positions read, then scattered into
+  // a zeroed input gradient: the positions skipped get none.
+  at::Tensor grad_input = strided_grad_input;
+  if (grad_input.defined() && is_strided(stride)) {
+    grad_input = at::empty(input.sizes(), input.options().memory_format(input.suggest_memory_format()));
+  }
   const at::Tensor matrix = weight.reshape({weight.size(0), weight.size(1)});  // C_out x C_in
   const bool channels_last = is_channels_last(input) && is_channels_last(grad_output);
   const bool per_sample = !channels_last && one_product_per_sample(input);
@@ -119,6 +149,10 @@ void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Ten
     grad_weight.copy_(product.view(grad_weight.sizes()));
   }
   if (grad_bias.defined()) at::sum_out(grad_bias, grad_output, std::vector<int64_t>{0, 2, 3});
+  if (grad_input.defined() && is_strided(stride)) {
+    strided_grad_input.zero_();
+    strided_positions(strided_grad_input, stride).copy_(grad_input);
+  }
 }
 
 }  // namespace kiln::torch_integration::library

@@ -1,6 +1,6 @@
 // 1x1 convolutions as matrix products.
 //
-// A 1x1 convolution with stride 1 and no padding is a product over channels
+// A 1x1 convolution with no padding is a product over channels
 // at every position: out[n, :, p] = W @ x[n, :, p], with W the weight viewed
 // as C_out x C_in. Run as PyTorch's CPU convolution, it costs more than the
 // product: one thread's ATen takes its per-sample product (slow_conv2d),
@@ -34,8 +34,10 @@ namespace kiln::torch_integration::library {
 constexpr int64_t kDirectFewestPositions = 64;
 
 // Whether convolution(input, weight, ...) with these arguments is computed by
-// the functions below: 2-D, kernel 1x1, stride 1, no padding, one group, not
-// transposed, one floating dtype.
+// the functions below: 2-D, kernel 1x1, no padding, one group, not
+// transposed, one floating dtype. With a stride above 1 (a ResNet's
+// downsampling shortcut) the positions read are copied out first, and the
+// input gradient is scattered back into a zeroed tensor.
 bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
                               c10::IntArrayRef padding, bool transposed, c10::IntArrayRef output_padding,
                               int64_t groups);
@@ -43,11 +45,12 @@ bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight,
 // The convolution into `output` (allocated by the caller in the layout the
 // CPU's convolution returns), by Kiln's mm/addmm on the device.
 void pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                           at::Tensor& output);
+                           c10::IntArrayRef stride, at::Tensor& output);
 
 // Its input, weight and bias gradients (those `output_mask` asks for) into
 // the given tensors (undefined where not asked for).
 void pointwise_convolution_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
-                                    at::Tensor& grad_input, at::Tensor& grad_weight, at::Tensor& grad_bias);
+                                    c10::IntArrayRef stride, at::Tensor& grad_input, at::Tensor& grad_weight,
+                                    at::Tensor& grad_bias);
 
 }  // namespace kiln::torch_integration::library

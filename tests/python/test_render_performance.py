@@ -118,15 +118,18 @@ def test_real_header_is_parsed(renderer):
 def test_library_and_models_benchmarks(renderer, tmp_path):
     results = tmp_path / "results"
     write(results, "library", {"header": HEADER, "args": {}, "results": {"2": {
-        "cases": {"mm 64x64x64 float32": {"cpu_s": 0.002, "kiln_s": 0.001, "flops": 4e9},
-                  "conv forward x": {"cpu_s": 0.001, "kiln_s": 0.002, "flops": 1e9}},
+        "cases": {"mm 64x64x64 float32": {"kind": "mm", "dtype": "float32", "cpu_s": 0.002, "kiln_s": 0.001},
+                  "conv forward x": {"kind": "conv_forward", "dtype": "float32", "cpu_s": 0.001,
+                                     "kiln_s": 0.002}},
         "geometric_mean": 1.0, "lowest": 0.5, "fallback_ops": ["aten::foo"]}}})
     write(results, "models", {"header": HEADER, "args": {}, "results": {"models": {
         "resnet18": {"model": "torchvision resnet18", "cpu_step_s": 0.3, "kiln_step_s": 0.2, "cpu_first_loss": 2.5,
                      "kiln_first_loss": 2.5, "fallback_ops": []}}, "geometric_mean": 1.5}})
     page, missing = renderer.render(str(results))
-    assert "| mm 64x64x64 float32 | 2.00 | 1.00 | 2.00x | 2000 |" in page
-    assert "| conv forward x | 1.00 | 2.00 | 0.50x | 1000 |" in page
-    assert "| geomean (lowest 0.50x) |  |  | 1.00x |  |" in page and "aten::foo" in page
+    assert "| mm float32 | 1 | 2.00x (2.00x) |" in page             # per op family: geomean (lowest)
+    assert "| conv forward float32 | 1 | 0.50x (0.50x) |" in page
+    assert "| all | 2 | 1.00x (0.50x) |" in page and "aten::foo" in page
+    assert "| conv forward x | 2 | 1.00 | 2.00 | 0.50x |" in page      # the case below the target, listed
+    assert "| mm 64x64x64 float32 | 2 |" not in page                   # one above it is not
     assert "| resnet18 | torchvision resnet18 | 300.0 | 200.0 | 1.50x | 2.50 | 2.50 | none |" in page
     assert "library" not in missing and "models" not in missing

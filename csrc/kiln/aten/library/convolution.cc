@@ -109,7 +109,8 @@ double convolution_flops(const at::Tensor& outer, const at::Tensor& weight) {
 // The im2col-and-GEMM convolution unfolds the whole batch's input into one
 // columns buffer of N * C_in * kH * kW * H_out * W_out elements (host memory,
 // outside the device's), copying runs of W_out elements (or C_in, channels
-// last) at a time; a 1x1 kernel with stride 1 and no padding needs no buffer.
+// last) at a time. (A 1x1 kernel without padding never gets here: it is a
+// product, pointwise_convolution.h.)
 // Measured against oneDNN plus the copy (docs/history/performance-log.md), it was as fast
 // or faster with up to 1 MiB of columns copied in runs of 16 elements or more;
 // shorter runs (the first layer of an image model in channels last) or larger
@@ -138,9 +139,6 @@ bool writes_output_directly(const at::Tensor& input, const at::Tensor& weight, c
     return false;
   }
   if (input.scalar_type() == at::kDouble) return true;
-  const bool unfolds = weight.size(2) != 1 || weight.size(3) != 1 || arguments.stride[0] != 1 ||
-                       arguments.stride[1] != 1 || arguments.padding[0] != 0 || arguments.padding[1] != 0;
-  if (!unfolds) return output.size(2) * output.size(3) >= kDirectFewestPositions;
   const int64_t run = channels_last ? input.size(1) : output.size(3);
   const int64_t columns = input.size(0) * input.size(1) * weight.size(2) * weight.size(3) * output.size(2) *
                           output.size(3);
@@ -332,6 +330,9 @@ bool convolution_writes_output_directly(const at::Tensor& input, const at::Tenso
                                                  padding, dilation, false, {0, 0}, groups);
   const at::Tensor output = at::empty(meta_output.sizes(), meta_output.options().memory_format(
                                                                input.suggest_memory_format()));
+  if (is_pointwise_convolution(input, weight, stride, padding, false, {0, 0}, groups)) {
+    return pointwise_convolution_writes_output_directly(input, output);
+  }
   return writes_output_directly(input, weight, output,
                                 {stride.vec(), padding.vec(), dilation.vec(), {0, 0}, false, groups});
 }

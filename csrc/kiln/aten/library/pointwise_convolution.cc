@@ -12,6 +12,11 @@
 namespace kiln::torch_integration::library {
 namespace {
 
+// An NCHW 1x1 convolution is one product per sample, (C_out x C_in) @ (C_in x
+// H_out*W_out), which reads the whole weight for H_out*W_out columns: with
+// fewer output positions than this, folding the batch into one product wins.
+constexpr int64_t kDirectFewestPositions = 64;
+
 bool is_channels_last(const at::Tensor& tensor) {
   return tensor.suggest_memory_format() == c10::MemoryFormat::ChannelsLast;
 }
@@ -80,6 +85,11 @@ bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight,
   if (input.scalar_type() != weight.scalar_type() || !at::isFloatingType(input.scalar_type())) return false;
   if (input.numel() == 0 || weight.numel() == 0) return false;
   return true;
+}
+
+bool pointwise_convolution_writes_output_directly(const at::Tensor& input, const at::Tensor& output) {
+  if (is_channels_last(input)) return is_channels_last(output);
+  return output.is_contiguous() && output.size(2) * output.size(3) >= kDirectFewestPositions;
 }
 
 void pointwise_convolution(const at::Tensor& strided_input, const at::Tensor& weight,

@@ -27,12 +27,6 @@
 
 namespace kiln::torch_integration::library {
 
-// A 1x1 convolution is one product per sample, (C_out x C_in) @ (C_in x
-// H_out*W_out), which reads the whole weight for H_out*W_out columns: with
-// fewer output positions than this, folding the batch into one product wins
-// (here, and over ATen's per-sample im2col-free convolution in convolution.cc).
-constexpr int64_t kDirectFewestPositions = 64;
-
 // Whether convolution(input, weight, ...) with these arguments is computed by
 // the functions below: 2-D, kernel 1x1, no padding, one group, not
 // transposed, one floating dtype. With a stride above 1 (a ResNet's
@@ -41,6 +35,11 @@ constexpr int64_t kDirectFewestPositions = 64;
 bool is_pointwise_convolution(const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
                               c10::IntArrayRef padding, bool transposed, c10::IntArrayRef output_padding,
                               int64_t groups);
+
+// Whether pointwise_convolution computes its result straight into `output`
+// (channels last, or NCHW with many positions), rather than copying it in.
+// For the compiled path's choice of layouts, as convolution_writes_output_directly.
+bool pointwise_convolution_writes_output_directly(const at::Tensor& input, const at::Tensor& output);
 
 // The convolution into `output` (allocated by the caller in the layout the
 // CPU's convolution returns), by Kiln's mm/addmm on the device.

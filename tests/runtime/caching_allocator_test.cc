@@ -474,6 +474,90 @@ TEST_F(CachingAllocatorTest, OutOfMemoryRetryWaitsForBlocksUsedOnOtherStreams) {
   allocator.free(allocated.value());
 }
 
+// Freed while queued work still uses the block (the torch layer's queued
+// launches drop their holds on kiln tensors): the host's next allocation on
+// the stream reuses it at once, since its work queues behind.
+TEST_F(CachingAllocatorTest, BlockFreedBeforeItsQueuedWorkRanIsReusedByTheHost) {
+  Gate gate;
+  void* block = allocate(1000, s1);
+  ASSERT_TRUE(gate.hold(s1).ok());  // stands for work still writing the block
+  allocator.free(block);
+  void* next = allocate(1000, s1);
+  EXPECT_EQ(next, block);
+  gate.open();
+  allocator.free(next);
+}
+
+// ... but empty_cache() must not unmap it under that work: it waits for it.
+TEST_F(CachingAllocatorTest, EmptyCacheWaitsForQueuedWorkOnAFreedSegment) {
+  Gate gate;
+  char* block = static_cast<char*>(allocate(12 * kMiB, s1));
+  std::atomic<bool> written{false};
+  ASSERT_TRUE(gate.hold(s1).ok());
+  ASSERT_TRUE(s1.enqueue("test::write", [block, &written] {
+    std::memset(block, 7, 12 * kMiB);  // would fault if the segment were unmapped
+    written = true;
+    return Status();
+  }).ok());
+  allocator.free(block);
+  std::future<void> emptied = std::async(std::launch::async, [&] { allocator.empty_cache(); });
+  EXPECT_FALSE(ready_within(emptied, std::chrono::milliseconds(30)));
+  EXPECT_TRUE(allocator.contains(block));
+  gate.open();
+  emptied.get();
+  EXPECT_TRUE(written);
+  EXPECT_EQ(driver.reserved_bytes(0), 0u);
+}
+
+TEST_F(CachingAllocatorTest, OutOfMemoryRetryWaitsForQueuedWorkOnAFreedSegment) {
+  Gate gate;
+  void* block = allocate(40 * kMiB, s1);
+  ASSERT_TRUE(gate.hold(s1).ok());
+  allocator.free(block);
+  // s2 needs the driver's memory back, which s1's queued work still uses.
+  std::future<StatusOr<void*>> result =
+      std::async(std::launch::async, [&] { return allocator.allocate(40 * kMiB, s2); });
+  EXPECT_FALSE(ready_within(result, std::chrono::milliseconds(30)));
+  gate.open();
+  StatusOr<void*> allocated = result.get();
+  ASSERT_TRUE(allocated.ok()) << allocated.status().message();
+  EXPECT_EQ(allocator.stats().num_alloc_retries, 1);
+  allocator.free(allocated.value());
+}
+
+// Work running on the stream's thread sits at its own place in the queue, so
+// it must not get a block that work queued after it may still use.
+TEST_F(CachingAllocatorTest, QueuedWorkDoesNotReuseABlockLaterWorkStillUses) {
+  Gate gate;
+  void* block = allocate(1000, s1);
+  std::promise<void*> scratch;
+  ASSERT_TRUE(gate.hold(s1).ok());
+  ASSERT_TRUE(s1.enqueue("test::scratch", [&] {
+    StatusOr<void*> taken = allocator.allocate(1000, s1);
+    scratch.set_value(taken.ok() ? taken.value() : nullptr);
+    return Status();
+  }).ok());
+  ASSERT_TRUE(gate.hold(s1).ok());  // stands for later work reading the block
+  allocator.free(block);
+  gate.open();
+  void* taken = scratch.get_future().get();
+  EXPECT_NE(taken, nullptr);
+  EXPECT_NE(taken, block) << "queued work took memory that later queued work uses";
+  ASSERT_TRUE(s1.synchronize().ok());
+  allocator.free(taken);
+  // Once the stream caught up, work on it may take the block again.
+  std::promise<void*> again;
+  ASSERT_TRUE(s1.enqueue("test::scratch", [&] {
+    StatusOr<void*> reused = allocator.allocate(1000, s1);
+    again.set_value(reused.ok() ? reused.value() : nullptr);
+    return Status();
+  }).ok());
+  void* reused = again.get_future().get();
+  EXPECT_TRUE(reused == block || reused == taken);
+  ASSERT_TRUE(s1.synchronize().ok());
+  allocator.free(reused);
+}
+
 TEST_F(CachingAllocatorTest, Contains) {
   char* small = static_cast<char*>(allocate(1000));
   char* large = static_cast<char*>(allocate(12 * kMiB));

@@ -139,6 +139,39 @@ TEST(Stream, QueryReflectsPendingWork) {
   EXPECT_TRUE(stream.query());
 }
 
+TEST(Stream, CountsSubmittedAndCompletedWorkInOrder) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  EXPECT_EQ(stream.submitted(), 0u);
+  EXPECT_TRUE(stream.completed(0));
+  ASSERT_TRUE(gate.hold(stream).ok());
+  ASSERT_TRUE(stream.enqueue("test::noop", [] { return Status(); }).ok());
+  EXPECT_EQ(stream.submitted(), 2u);
+  EXPECT_FALSE(stream.completed(1));
+  gate.open();
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_TRUE(stream.completed(2));
+  EXPECT_FALSE(stream.completed(3));
+  // Work run at once in the caller is not counted: it has run on return.
+  ASSERT_TRUE(stream.launch("test::inline", 0, [] { return Status(); }).ok());
+  EXPECT_EQ(stream.submitted(), 2u);
+}
+
+TEST(Stream, WaitForQueuedWorkRunsItButLeavesAFailureForSynchronize) {
+  Stream stream(0, 1, false);
+  Gate gate;
+  ASSERT_TRUE(gate.hold(stream).ok());
+  ASSERT_TRUE(stream.enqueue("test::fails", [] { return internal_error("boom"); }).ok());
+  std::future<void> waited = std::async(std::launch::async, [&] { stream.wait_for_queued_work(); });
+  EXPECT_FALSE(ready_within(waited, std::chrono::milliseconds(30)));
+  gate.open();
+  waited.get();
+  EXPECT_TRUE(stream.completed(2));
+  Status failure = stream.synchronize();
+  EXPECT_FALSE(failure.ok());
+  EXPECT_NE(failure.message().find("boom"), std::string::npos);
+}
+
 TEST(Stream, FailureSurfacesAtSynchronizeAndTheStreamStaysUsable) {
   Stream stream(2, 5, false);
   std::atomic<bool> later_ran{false};

@@ -23,6 +23,9 @@ struct CachingAllocator::Block {
   Block* previous = nullptr;  // neighbours within the same segment
   Block* next = nullptr;
   std::set<Stream*> used_on;  // other streams that used it (record_stream)
+  // stream->submitted() when last freed: queued work up to that count may
+  // still use the memory (while free, for a merged block, the largest).
+  uint64_t fence = 0;
 };
 
 bool CachingAllocator::BlockOrder::operator()(const Block* left, const Block* right) const {
@@ -35,9 +38,11 @@ CachingAllocator::CachingAllocator(Driver& driver, int device)
     : driver_(driver), device_(device) {}
 
 CachingAllocator::~CachingAllocator() {
+  // The streams have finished their work: a private runtime destroys them
+  // first, and the process-wide one is never destroyed.
   std::lock_guard<std::mutex> lock(mutex_);
-  release_cached_segments(small_pool_);
-  release_cached_segments(large_pool_);
+  release_cached_segments(small_pool_, /*only_completed=*/false);
+  release_cached_segments(large_pool_, /*only_completed=*/false);
 }
 
 size_t CachingAllocator::round_size(size_t bytes) {
@@ -64,18 +69,29 @@ CachingAllocator::Block* CachingAllocator::take_cached_block(Pool& pool, Stream&
   Block key;
   key.stream = &stream;
   key.size = rounded;
-  auto found = pool.lower_bound(&key);
-  if (found == pool.end() || (*found)->stream != &stream) return nullptr;
-  Block* block = *found;
-  // A huge cached block (bigger than a whole 20 MiB mid-size segment, so it
-  // came from an oversize request) should not be tied up by a mid-size
-  // request: that would pin the huge segment for the life of a small block.
-  // Blocks of up to 20 MiB are exactly what mid-size requests are carved from.
-  if (!block->small && block->size > kLargeSegmentSize && rounded < kMidRequestLimit) {
-    return nullptr;
+  // Work running on a stream's thread is ordered at its own place in the
+  // queue: the memory of blocks freed behind it may still be used by work
+  // queued after it. The host's allocations are ordered after all of it.
+  const bool ordered_after_queue = !Stream::running_queued_work();
+  for (auto found = pool.lower_bound(&key); found != pool.end() && (*found)->stream == &stream;
+       ++found) {
+    Block* block = *found;
+    // A huge cached block (bigger than a whole 20 MiB mid-size segment, so it
+    // came from an oversize request) should not be tied up by a mid-size
+    // request: that would pin the huge segment for the life of a small block.
+    // Blocks of up to 20 MiB are exactly what mid-size requests are carved from.
+    if (!block->small && block->size > kLargeSegmentSize && rounded < kMidRequestLimit) {
+      return nullptr;
+    }
+    if (!ordered_after_queue && still_in_use_by_queued_work(block)) continue;
+    pool.erase(found);
+    return block;
   }
-  pool.erase(found);
-  return block;
+  return nullptr;
+}
+
+bool CachingAllocator::still_in_use_by_queued_work(const Block* block) {
+  return !block->stream->completed(block->fence);
 }
 
 StatusOr<CachingAllocator::Block*> CachingAllocator::reserve_segment(size_t rounded,
@@ -106,6 +122,7 @@ void CachingAllocator::split_block(Block* block, size_t rounded, Pool& pool) {
   rest->size = remaining;
   rest->stream = block->stream;
   rest->small = block->small;
+  rest->fence = block->fence;
   rest->previous = block;
   rest->next = block->next;
   if (block->next != nullptr) block->next->previous = rest;
@@ -134,6 +151,7 @@ StatusOr<void*> CachingAllocator::allocate(size_t bytes, Stream& stream) {
       // are released) and try once more.
       stats_.num_alloc_retries += 1;
       process_pending_frees(/*wait_for_all=*/true, lock);
+      wait_for_cached_segments(lock);
       release_cached_segments(small_pool_);
       release_cached_segments(large_pool_);
       reserved = reserve_segment(rounded, stream);
@@ -168,6 +186,7 @@ void CachingAllocator::free(void* pointer) {
   update_stats(&AllocatorStats::requested_bytes, block->small,
                -static_cast<int64_t>(block->requested));
   block->requested = 0;
+  block->fence = block->stream->submitted();
   if (block->used_on.empty()) {
     return_to_pool(block);
     return;
@@ -198,6 +217,7 @@ void CachingAllocator::return_to_pool(Block* block) {
   if (Block* before = block->previous; before != nullptr && before->state == BlockState::kFree) {
     pool.erase(before);
     before->size += block->size;
+    before->fence = std::max(before->fence, block->fence);
     before->next = block->next;
     if (block->next != nullptr) block->next->previous = before;
     delete block;
@@ -206,6 +226,7 @@ void CachingAllocator::return_to_pool(Block* block) {
   if (Block* after = block->next; after != nullptr && after->state == BlockState::kFree) {
     pool.erase(after);
     block->size += after->size;
+    block->fence = std::max(block->fence, after->fence);
     block->next = after->next;
     if (after->next != nullptr) after->next->previous = block;
     delete after;
@@ -236,11 +257,28 @@ void CachingAllocator::process_pending_frees(bool wait_for_all,
   pending_frees_.erase(still_waiting, pending_frees_.end());
 }
 
-void CachingAllocator::release_cached_segments(Pool& pool) {
+void CachingAllocator::wait_for_cached_segments(std::unique_lock<std::mutex>& lock) {
+  if (Stream::running_queued_work()) return;  // its own stream's work waits for it
+  std::set<Stream*> streams;
+  for (Pool* pool : {&small_pool_, &large_pool_}) {
+    for (const Block* block : *pool) {
+      bool whole_segment = block->previous == nullptr && block->next == nullptr;
+      if (whole_segment && still_in_use_by_queued_work(block)) streams.insert(block->stream);
+    }
+  }
+  if (streams.empty()) return;
+  // Without the lock: the queued work frees memory as it finishes.
+  lock.unlock();
+  for (Stream* stream : streams) stream->wait_for_queued_work();
+  lock.lock();
+}
+
+void CachingAllocator::release_cached_segments(Pool& pool, bool only_completed) {
   for (auto it = pool.begin(); it != pool.end();) {
     Block* block = *it;
-    if (block->previous != nullptr || block->next != nullptr) {
-      ++it;  // part of a segment still in use
+    if (block->previous != nullptr || block->next != nullptr ||
+        (only_completed && still_in_use_by_queued_work(block))) {
+      ++it;  // part of a segment still in use, or queued work may still use it
       continue;
     }
     it = pool.erase(it);
@@ -256,6 +294,7 @@ void CachingAllocator::release_cached_segments(Pool& pool) {
 void CachingAllocator::empty_cache() {
   std::unique_lock<std::mutex> lock(mutex_);
   process_pending_frees(/*wait_for_all=*/false, lock);
+  wait_for_cached_segments(lock);
   release_cached_segments(small_pool_);
   release_cached_segments(large_pool_);
 }

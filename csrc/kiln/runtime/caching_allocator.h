@@ -13,6 +13,19 @@
 // used on other streams, free() records an event on each of them and the block
 // returns to its pool only when those events complete.
 //
+// Freed before its queued work ran: as on CUDA, a block may be freed while
+// work queued on its stream still reads or writes it (the torch layer lets
+// queued work drop its hold on the tensors it uses, docs/design/memory.md).
+// That is safe for the next allocation from the host, whose work is queued
+// behind, but not for memory that leaves the stream's order, so free() notes
+// the stream's submitted() count as the block's fence, and:
+//   - a segment goes back to the driver only once its fences have completed:
+//     empty_cache() and the out-of-memory retry first wait for that stream
+//     (except on a thread running queued work, which skips such segments);
+//   - an allocation made while running queued work (a library call's scratch
+//     tensor on the stream's worker, ordered at the item that runs, not at
+//     the end of the queue) takes only blocks whose fence has completed.
+//
 // Out of memory: when the driver refuses a segment, the allocator returns all
 // cached, unused segments to the driver and tries once more; if that fails it
 // returns kOutOfMemory with a message describing the device's memory.
@@ -91,11 +104,19 @@ class CachingAllocator {
 
   Pool& pool_for(size_t rounded) { return rounded <= kSmallRequestLimit ? small_pool_ : large_pool_; }
   Block* take_cached_block(Pool& pool, Stream& stream, size_t rounded);
+  // Whether queued work of the block's stream may still use its memory.
+  static bool still_in_use_by_queued_work(const Block* block);
+  // Waits (without the lock) for the streams whose queued work still uses a
+  // cached segment, so release_cached_segments() can return it; does nothing
+  // on a thread that runs queued work.
+  void wait_for_cached_segments(std::unique_lock<std::mutex>& lock);
   StatusOr<Block*> reserve_segment(size_t rounded, Stream& stream);
   void split_block(Block* block, size_t rounded, Pool& pool);
   void return_to_pool(Block* block);
   void process_pending_frees(bool wait_for_all, std::unique_lock<std::mutex>& lock);
-  void release_cached_segments(Pool& pool);
+  // Returns the pool's unused segments to the driver; with
+  // `only_completed`, not those that queued work may still use.
+  void release_cached_segments(Pool& pool, bool only_completed = true);
   Status out_of_memory_status(size_t bytes, const Status& driver_status) const;
   void update_stats(StatArray AllocatorStats::*stat, bool small, int64_t amount);
 

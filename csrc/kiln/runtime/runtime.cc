@@ -75,8 +75,19 @@ Status Runtime::check_device(int device) const {
                       std::to_string(device_count() - 1));
 }
 
+void Runtime::note_stream_used(int device, int64_t id) {
+  std::atomic<bool>& used = devices_[device]->other_streams_used;
+  if (id != 0 && !used.load(std::memory_order_relaxed)) used.store(true, std::memory_order_release);
+}
+
+bool Runtime::frees_in_stream_order(int device) const {
+  return !config().hold_queued_tensors() &&
+         !devices_[device]->other_streams_used.load(std::memory_order_acquire);
+}
+
 Stream& Runtime::next_pool_stream(int device) {
   DeviceState& state = *devices_[device];
+  note_stream_used(device, 1);
   // Unsigned, so the rotation stays in range when the counter wraps around.
   unsigned index = static_cast<unsigned>(state.next_pool_index.fetch_add(1)) % kStreamPoolSize;
   return *state.streams[1 + index];
@@ -84,6 +95,7 @@ Stream& Runtime::next_pool_stream(int device) {
 
 Stream* Runtime::find_stream(int device, int64_t id) {
   if (check_device(device).ok() && id >= 0 && id <= kStreamPoolSize) {
+    note_stream_used(device, id);
     return devices_[device]->streams[id].get();
   }
   return nullptr;
@@ -98,6 +110,7 @@ Stream& Runtime::current_stream(int device) {
 }
 
 void Runtime::set_current_stream(Stream& stream) {
+  note_stream_used(stream.device(), stream.id());
   current_stream_ids[stream.device()] = stream.id();
 }
 

@@ -64,6 +64,13 @@ class Runtime {
   Stream& current_stream(int device);
   void set_current_stream(Stream& stream);
 
+  // Whether queued work on `device` may drop its hold on the device memory
+  // it uses before it runs, leaving reuse to the caching allocator's stream
+  // order (docs/design/memory.md): true while no stream but the default one
+  // has been handed out on the device (a block is then only ever used on the
+  // stream it belongs to), unless KILN_HOLD_QUEUED_TENSORS=1.
+  bool frees_in_stream_order(int device) const;
+
   // Waits for every stream of `device`; returns the first failure found.
   Status synchronize_device(int device);
 
@@ -72,7 +79,9 @@ class Runtime {
     std::unique_ptr<CachingAllocator> allocator;
     std::vector<std::unique_ptr<Stream>> streams;  // [0] default, then the pool
     std::atomic<int> next_pool_index{0};
+    std::atomic<bool> other_streams_used{false};  // a pool stream was handed out
   };
+  void note_stream_used(int device, int64_t id);
 
   std::unique_ptr<Driver> driver_;
   std::vector<std::unique_ptr<DeviceState>> devices_;

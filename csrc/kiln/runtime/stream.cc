@@ -102,6 +102,7 @@ Status Stream::push(const char* name, Work work, bool may_wait) {
     }
     queue_.push_back(Item{name, std::move(work)});
     queued_.store(queue_.size(), std::memory_order_release);
+    submitted_.fetch_add(1, std::memory_order_release);
     if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
     wake = worker_sleeping_;
   }
@@ -146,6 +147,12 @@ Status Stream::synchronize() {
   if (held_by_this_thread()) return take_failure();
   finish_queued_work(lock);
   return take_failure();
+}
+
+void Stream::wait_for_queued_work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (held_by_this_thread()) return;  // everything it launched has run
+  finish_queued_work(lock);
 }
 
 void Stream::finish_queued_work(std::unique_lock<std::mutex>& lock) {
@@ -201,6 +208,7 @@ size_t Stream::run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop
     // Release what the work captured (tensors whose deleters may free memory
     // and enqueue onto streams) before taking the lock again.
     item.work = nullptr;
+    completed_.fetch_add(1, std::memory_order_release);
     if (!status.ok() && failure.ok()) {
       failure = status;
       failed_name = item.name;

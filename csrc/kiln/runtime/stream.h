@@ -160,6 +160,20 @@ class Stream {
   // True when no queued work remains.
   bool query() const;
 
+  // Counts of queued items, for memory released while queued work may still
+  // use it (the caching allocator's fences): submitted() items have been
+  // queued so far, and completed(count) is true once the first `count` of
+  // them have run. Work run at once (inline, in a held region, blocking)
+  // is not counted: it has run by the time the launch returns.
+  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
+  bool completed(uint64_t count) const {
+    return completed_.load(std::memory_order_acquire) >= count;
+  }
+  // Waits until everything queued so far has run, running it in the calling
+  // thread as synchronize() does, but leaves a failure pending for the next
+  // synchronize(). Must not be called while running this stream's work.
+  void wait_for_queued_work();
+
   // Runs `run(work)` inside the scope the top of this file describes.
   using CallerScope = Status (*)(void* work, Status (*run)(void* work));
   static void set_caller_scope(CallerScope scope);
@@ -219,7 +233,7 @@ class Stream {
   void finish_queued_work(std::unique_lock<std::mutex>& lock);
   // Runs `batch` in order on this thread, keeping the first failure and its
   // name, until `stop` (if given) is set; returns how many items ran.
-  static size_t run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop, Status& failure,
+  size_t run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop, Status& failure,
                           const char*& failed_name);
   // Waits for work without the lock for a short while, then on the condition.
   void wait_for_work(std::unique_lock<std::mutex>& lock);
@@ -245,6 +259,8 @@ class Stream {
   std::atomic<bool> takeover_{false};
   std::atomic<size_t> queued_{0};      // queue_.size(), readable without the lock
   std::atomic<uint64_t> hush_{0};      // bumped by stop_polling()
+  std::atomic<uint64_t> submitted_{0};  // items ever queued (bumped under mutex_)
+  std::atomic<uint64_t> completed_{0};  // items that have run, in queue order
   Status first_failure_;
   std::thread worker_;         // started on the first enqueue
 };

@@ -122,6 +122,9 @@ Config::Config() {
   if (const char* value = read_env("KILN_LAUNCH_BLOCKING")) {
     launch_blocking_ = std::string_view(value) != "0";
   }
+  if (const char* value = read_env("KILN_HOLD_QUEUED_TENSORS")) {
+    hold_queued_tensors_ = std::string_view(value) != "0";
+  }
   if (const char* value = read_env("KILN_FALLBACK")) {
     StatusOr<FallbackMode> mode = parse_fallback_mode(value);
     if (mode.ok()) fallback_mode_ = static_cast<int>(mode.value());

@@ -39,6 +39,11 @@ class Config {
   uint64_t device_memory_bytes() const { return device_memory_bytes_; }
   // KILN_LAUNCH_BLOCKING=1: every launch runs before the enqueueing call returns.
   bool launch_blocking() const { return launch_blocking_; }
+  // KILN_HOLD_QUEUED_TENSORS=1: queued work keeps every tensor it uses alive
+  // until it ran, so memory is reused only then (for telling a suspected
+  // stream-order bug apart; default 0: memory is reused in stream order, as
+  // on CUDA, docs/design/memory.md).
+  bool hold_queued_tensors() const { return hold_queued_tensors_; }
   // KILN_FALLBACK=warn|silent|error.
   FallbackMode fallback_mode() const;
   void set_fallback_mode(FallbackMode mode);
@@ -78,6 +83,7 @@ class Config {
   int num_devices_ = 1;
   uint64_t device_memory_bytes_ = 0;
   bool launch_blocking_ = false;
+  bool hold_queued_tensors_ = false;
   std::atomic<int> fallback_mode_{0};   // FallbackMode
   std::atomic<int> float64_policy_{0};  // Float64Policy
   LogLevel log_level_ = LogLevel::kWarning;

@@ -49,7 +49,19 @@ c10::DataPtr DeviceAllocator::allocate(size_t bytes) {
 }
 
 void DeviceAllocator::copy_data(void* destination, const void* source, std::size_t count) const {
-  runtime().driver().copy_device_to_device(destination, source, count);
+  Runtime& kiln = runtime();
+  if (!Stream::running_queued_work()) kiln.current_stream(kiln.current_device()).wait_for_queued_work();
+  kiln.driver().copy_device_to_device(destination, source, count);
+}
+
+bool reused_in_stream_order(const at::Tensor& tensor) {
+  if (!tensor.defined()) return true;
+  if (!tensor.is_privateuseone() || !tensor.has_storage()) return false;
+  const c10::DataPtr& data = tensor.storage().data_ptr();
+  if (data.get() == nullptr) return true;
+  const int device = data.device().index();
+  if (device < 0 || device >= Runtime::kMaxDevices || data.get_deleter() != kDeleters[device]) return false;
+  return runtime().frees_in_stream_order(device);
 }
 
 bool DeviceAllocator::initialized() { return Runtime::initialized(); }

@@ -24,7 +24,10 @@
 // emptied, RuntimeError for a bad device index or an unusable runtime.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/CachingDeviceAllocator.h>
+
+#include <algorithm>
 
 #include "kiln/runtime/stream.h"
 
@@ -36,8 +39,9 @@ class DeviceAllocator final : public c10::DeviceAllocator {
   // synchronous (no device work). Zero bytes: a null DataPtr on that device.
   c10::DataPtr allocate(size_t bytes) override;
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-  // Copies at once in the calling thread, not in stream order: work still
-  // queued that writes `source` is not waited for.
+  // Copies in the calling thread once the current stream's queued work has
+  // run: it may still write `source`, or use `destination`'s block, freed
+  // in stream order.
   void copy_data(void* destination, const void* source, std::size_t count) const override;
 
   // Whether the runtime exists; does not create it.
@@ -53,6 +57,24 @@ class DeviceAllocator final : public c10::DeviceAllocator {
   void resetPeakStats(c10::DeviceIndex device) override;
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
 };
+
+// Whether queued work that uses `tensor` may let go of it before it runs, as
+// CUDA kernels hold nothing: its memory comes from this allocator, whose
+// caching allocator reuses a freed block only in stream order
+// (caching_allocator.h), and its device frees in stream order
+// (Runtime::frees_in_stream_order). Memory then goes back to the pool when
+// the host drops its last reference, not when the queue reaches the work,
+// so the next op's output lands in memory still warm in the caches
+// (docs/design/memory.md). Undefined tensors need no hold either.
+bool reused_in_stream_order(const at::Tensor& tensor);
+
+// Removes from `tensors` those reused_in_stream_order; what is left (CPU
+// tensors, memory from elsewhere, and all of them on a device that has used
+// other streams) is what queued work must hold until it ran.
+template <typename Tensors>
+void drop_tensors_reused_in_stream_order(Tensors& tensors) {
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(), reused_in_stream_order), tensors.end());
+}
 
 // The process-wide instance (a function-local static; it holds no state).
 DeviceAllocator& device_allocator();

@@ -3,6 +3,8 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <future>
+
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/base/config.h"
@@ -20,6 +22,12 @@ namespace kiln::torch_integration {
 namespace {
 
 namespace py = pybind11;
+
+// The gate of _test_hold_stream (guarded by the GIL, which both bindings hold).
+std::promise<void>& test_stream_gate() {
+  static std::promise<void> gate;
+  return gate;
+}
 
 void add_stat_array(py::dict& result, const std::string& name,
                     const c10::CachingAllocator::StatArray& stats) {
@@ -174,6 +182,21 @@ PYBIND11_MODULE(_C, module) {
     check_status(current_runtime_stream().enqueue(
         "kiln::test_failure", [message]() { return internal_error(message); }));
   });
+  // For tests of work still queued: holds the current stream with an item
+  // that waits until _test_release_stream() (the caller must release it
+  // before anything waits for the stream).
+  module.def("_test_hold_stream", [] {
+    std::shared_future<void> opened = test_stream_gate().get_future().share();
+    check_status(current_runtime_stream().enqueue("kiln::test_hold", [opened]() {
+      opened.wait();
+      return Status();
+    }));
+  });
+  module.def("_test_release_stream", [] {
+    test_stream_gate().set_value();
+    test_stream_gate() = std::promise<void>();
+  });
+  module.def("_reused_in_stream_order", &reused_in_stream_order);
   module.def("_convolution_writes_output_directly",
              [](const at::Tensor& input, const at::Tensor& weight, std::vector<int64_t> stride,
                 std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {

@@ -30,6 +30,7 @@
 #include "kiln/aten/library/pointwise_convolution.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
+#include "kiln/c10/device_allocator.h"
 #include "kiln/c10/status_error.h"
 
 namespace kiln::torch_integration::library {
@@ -377,9 +378,11 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   size_t bytes = input.nbytes() + weight.nbytes() + output.nbytes();
   // The host aliases are made now, not when the work runs: the caller may
   // change a tensor's metadata in place (output.t_()) before it runs. The
-  // kiln tensors are kept too: an alias does not keep its memory alive.
+  // kiln tensors are kept too, unless their memory is reused in stream
+  // order (kernel_launch.h): an alias does not keep its memory alive.
   std::vector<at::Tensor> keep_alive{input, weight, output};
   if (bias.has_value() && bias->defined()) keep_alive.push_back(*bias);
+  drop_tensors_reused_in_stream_order(keep_alive);
   const bool small = is_small_library_call(convolution_flops(transposed ? input : output, weight),
                                            bytes);
   const bool direct = writes_output_directly(input, weight, output, arguments);
@@ -434,6 +437,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   // Aliases made at the call, and the kiln tensors kept alive, as in the forward.
   std::vector<at::Tensor> keep_alive{grad_output, input, weight, grad_input, grad_weight,
                                      grad_bias};
+  drop_tensors_reused_in_stream_order(keep_alive);
   auto alias_if_used = [](const at::Tensor& tensor) {
     return tensor.defined() && tensor.numel() > 0 ? host_alias(tensor) : at::Tensor();
   };

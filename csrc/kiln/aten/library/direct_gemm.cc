@@ -4,9 +4,11 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
+#include "kiln/c10/device_allocator.h"
 #include "kiln/c10/status_error.h"
 
 // The Fortran BLAS of the process (LP64: 32-bit integers), as ATen's CPUBlas
@@ -54,7 +56,9 @@ bool fits_blas(int64_t value) { return value >= 0 && value <= INT_MAX; }
 // ran, as for any launch). Matrices are `batches` deep (1 for mm and addmm),
 // each `*_batch_stride` elements apart.
 struct GemmCall {
-  at::Tensor a, b, bias, out;  // kept alive until the work ran
+  // The operands the work must keep alive until it ran: none of them when
+  // their memory is reused in stream order (kernel_launch.h).
+  std::vector<at::Tensor> held;
   const void* a_data = nullptr;
   const void* b_data = nullptr;
   const void* bias_data = nullptr;
@@ -210,12 +214,11 @@ bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor&
       if (!in_place) return false;
       call.fill_bias = false;
     }
-    call.bias = source;
+    call.held.push_back(source);
     call.bias_data = source.const_data_ptr();
   }
-  call.a = a;
-  call.b = b;
-  call.out = out;
+  call.held.insert(call.held.end(), {a, b, out});
+  drop_tensors_reused_in_stream_order(call.held);
   call.a_data = a.const_data_ptr();
   call.b_data = b.const_data_ptr();
   call.out_data = out.mutable_data_ptr();

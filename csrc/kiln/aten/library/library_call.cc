@@ -18,6 +18,7 @@
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/op_tracking.h"
+#include "kiln/c10/device_allocator.h"
 #include "kiln/c10/device_guard.h"
 #include "kiln/c10/status_error.h"
 
@@ -278,14 +279,20 @@ void queued_library_call(const c10::OperatorHandle& op, torch::jit::Stack* stack
   size_t bytes = bytes_touched(arguments, outputs);
   // The aliases are made now: the caller may change a tensor's sizes or
   // strides in place (stft transposes its result) before the work runs. The
-  // work holds the kiln tensors too, so their memory lives until it ran.
+  // work holds the kiln tensors too, so their memory lives until it ran,
+  // unless it is reused in stream order (kernel_launch.h).
   torch::jit::Stack host = host_stack(arguments);
   std::vector<at::Tensor> host_outputs;
   for (const at::Tensor& output : outputs) host_outputs.push_back(host_alias(output));
+  std::vector<at::Tensor> held = outputs;
+  for (const c10::IValue& value : arguments) {
+    for_each_tensor(value, [&](const at::Tensor& tensor) { held.push_back(tensor); });
+  }
+  drop_tensors_reused_in_stream_order(held);
   // The op's name lives as long as its registration: a static string for the stream.
   const char* label = op.operator_name().name.c_str();
   check_status(current_runtime_stream(device.index()).launch(
-      label, bytes, [op, arguments, outputs, host, host_outputs, bytes]() -> Status {
+      label, bytes, [op, held, host, host_outputs, bytes]() -> Status {
         LibraryThreadScope threads(bytes < kSmallLibraryBytes);
         at::AutoDispatchBelowADInplaceOrView below_autograd;
         torch::jit::Stack stack = host;

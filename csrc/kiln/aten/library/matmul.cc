@@ -15,6 +15,7 @@
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/op_tracking.h"
+#include "kiln/c10/device_allocator.h"
 #include "kiln/c10/status_error.h"
 
 namespace kiln::torch_integration::library {
@@ -97,7 +98,8 @@ std::vector<at::Tensor> block_operands(const std::vector<at::Tensor>& inputs, bo
 }
 
 // Launches `call(out_alias, input_aliases)` on the output's stream, with
-// every tensor kept alive until it ran. The aliases are made here, at the
+// the tensors whose memory is not reused in stream order kept alive until
+// it ran (kernel_launch.h). The aliases are made here, at the
 // call: the caller may change a tensor's sizes or strides in place (t_())
 // before the work runs. A large call on the stream's worker (bfloat16,
 // half, complex: products BLAS is not called for directly) is cut into
@@ -117,12 +119,14 @@ void launch(const char* name, at::Tensor& out, std::vector<at::Tensor> inputs, b
     if (input.is_neg()) alias = at::_neg_view(alias);
     aliases.push_back(alias);
   }
-  at::Tensor target = out;
   at::Tensor target_alias = host_alias(out);
+  std::vector<at::Tensor> held = std::move(inputs);
+  held.push_back(out);
+  drop_tensors_reused_in_stream_order(held);
   const bool small = is_small_library_call(flops, bytes);
   const int threads = launch_thread_count();
   check_status(stream_of(out).launch(name, launch_bytes(small, bytes),
-                                     [target, target_alias, inputs, aliases, small, threads, has_bias,
+                                     [held, target_alias, aliases, small, threads, has_bias,
                                       call]() mutable {
     if (!splits_over_pool(small, threads)) {
       LibraryThreadScope scope(small);

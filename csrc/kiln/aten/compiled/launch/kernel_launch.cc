@@ -6,6 +6,7 @@
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/base/hash.h"
+#include "kiln/c10/device_allocator.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/codegen/c_source.h"
 #include "kiln/compiler/kernel_cache.h"
@@ -245,6 +246,7 @@ void launch_kernel(Stream& stream, const char* op_name, KernelEntry entry, const
     check_status(status);
     return;
   }
+  drop_tensors_reused_in_stream_order(keep_alive);
   status = stream.enqueue(op_name,
                                 [entry, args, shape, keep_alive = std::move(keep_alive)]() {
                                   run(entry, args, shape);
@@ -265,6 +267,7 @@ void launch_work(Stream& stream, const char* op_name, size_t bytes, std::functio
     check_status(status);
     return;
   }
+  drop_tensors_reused_in_stream_order(keep_alive);
   check_status(stream.enqueue(op_name, [work = std::move(work), keep_alive = std::move(keep_alive)]() {
     work();
     return Status();

@@ -15,7 +15,10 @@
 //   - LaunchArgs are copied into the queued work: the caller's copy may die as
 //     soon as launch_kernel returns. Their data pointers are not owned: the
 //     KeepAlive tensors handed to launch_kernel keep that memory allocated
-//     (the caching allocator does not reuse it) until the kernel has run.
+//     until the kernel has run, except those whose memory the caching
+//     allocator reuses in stream order (reused_in_stream_order in
+//     c10/device_allocator.h), which queued work lets go of at once, as
+//     a CUDA kernel holds nothing.
 // Threads:
 //   - Every function may be called from any host thread; the kernel cache is
 //     thread-safe (kernel_cache.h), and its per-key lock makes a kernel that

@@ -83,7 +83,16 @@ def large_work(device):
     outputs = torch.nn.functional.batch_norm(outputs, None, None, training=True)
     outputs.square().sum().backward()
     (torch.randn(256, 256, device=device) @ torch.randn(256, 256, device=device)).sum().item()
+    # Through ATen's own kernels (with TensorIterator copies inside): bfloat16
+    # products, a batched QR, an FFT.
+    (torch.randn(256, 256, device=device).bfloat16() @ torch.randn(256, 256, device=device).bfloat16()).sum().item()
+    torch.linalg.qr(torch.randn(16, 128, 128, device=device)).R.sum().item()
+    torch.fft.rfft(torch.randn(64, 4096, device=device)).abs().sum().item()
 
+# Set explicitly, as users and the benchmarks do: PyTorch then applies the
+# count to each new thread at its first parallel loop, which must not undo
+# the one thread a call on Kiln's threads is given.
+torch.set_num_threads(torch.get_num_threads())
 # Start the stream worker, the pool and the autograd engine's kiln thread.
 large_work("cpu")
 small = torch.randn(4, device="kiln", requires_grad=True)

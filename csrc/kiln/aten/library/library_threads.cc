@@ -54,6 +54,16 @@ void run_team_piece(void* data) {
   if (begin < job->total) job->function(job->context, begin, std::min(job->total, begin + piece));
 }
 
+void run_pytorch_thread_init() {
+  // Not at::internal::lazy_init_num_threads(): its once-per-thread flag is an
+  // inline function's thread_local, of which this library has its own copy
+  // (libtorch does not export it), so calling it here left libtorch's unset,
+  // and libtorch's first parallel loop on the thread (a TensorIterator copy
+  // inside linalg_qr or an FFT) reset the count and started a second OpenMP
+  // team. at::get_num_threads() runs libtorch's own.
+  (void)at::get_num_threads();
+}
+
 }  // namespace
 
 bool parallel_for_on_openmp_team(int64_t total, int64_t grain, RangeFunction function, void* context) {
@@ -61,7 +71,7 @@ bool parallel_for_on_openmp_team(int64_t total, int64_t grain, RangeFunction fun
       omp_in_parallel == nullptr || omp_in_parallel()) {
     return false;
   }
-  at::internal::lazy_init_num_threads();
+  run_pytorch_thread_init();
   TeamJob job{function, context, total, std::max<int64_t>(grain, 1)};
   // Every member of the team, as ATen asks for (a num_threads clause hit
   // libgomp thread-pool bugs, pytorch issue 32008); extra members find no piece.
@@ -123,9 +133,10 @@ LibraryThreadScope::LibraryThreadScope(bool small) : serial_(small || !on_initia
     ThreadPool::instance().stop_polling();  // the library's team takes the cores
     return;
   }
-  // PyTorch sets a thread's OpenMP thread count on its first parallel loop;
-  // do it now, so that first loop does not undo the setting below.
-  at::internal::lazy_init_num_threads();
+  // PyTorch sets a thread's OpenMP thread count (after torch.set_num_threads,
+  // to that count) on its first parallel loop; do it now, so that first loop
+  // does not undo the setting below.
+  run_pytorch_thread_init();
   if (omp_get_max_threads != nullptr && omp_set_num_threads != nullptr) {
     previous_openmp_threads_ = omp_get_max_threads();
     omp_set_num_threads(1);

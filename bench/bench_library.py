@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""Library-path ops (matrix products, convolutions) on kiln against the CPU's
+"""Library-path ops (matrix products, convolutions, FFT, linear algebra) on kiln against the CPU's
 own kernel, each mode in its own process, at several thread counts.
 
 Every case is one op called over and over on the same inputs: a product
 (torch.mm, F.linear, torch.bmm) in float32 and bfloat16, or a convolution of
 ResNet-18 or ResNet-50 forward (F.conv2d) and backward
-(aten.convolution_backward, the op autograd calls). A measurement is the
+(aten.convolution_backward, the op autograd calls), an FFT (torch.fft.rfft,
+fft2) or a batched factorization or solve (torch.linalg). A measurement is the
 seconds per call of `calls` calls, each a new result, then a synchronize on
 kiln; a case's figure is the best of its measurements, which lowers the
 weight of another process taking a core for a while.
@@ -16,7 +17,7 @@ kiln for --rounds rounds, and each case keeps its best time of the rounds.
 ratio = cpu time / kiln time (target: at least 0.95 for every case at every
 thread count, issue 32).
 
-    python bench/bench_library.py [--threads 1,2] [--cases mm,linear,bmm,conv]
+    python bench/bench_library.py [--threads 1,2] [--cases mm,linear,bmm,conv,fft,linalg]
         [--dtypes float32,bfloat16] [--rounds 2] [--quick] [--json out.json]
 """
 import argparse
@@ -48,6 +49,11 @@ CONVOLUTIONS = {
                  (4, 256, 128, 1, 1, 56), (4, 128, 128, 3, 2, 56), (4, 128, 512, 1, 1, 28),
                  (4, 1024, 256, 1, 1, 14), (4, 512, 512, 3, 2, 14), (4, 2048, 512, 1, 1, 7)],
 }
+# FFTs (kind, sizes): a batch of real signals, and a batch of complex images.
+FFTS = [("rfft", (256, 4096)), ("fft2", (16, 256, 256))]
+# Batched linear algebra (op, batch, n): factorizations and a solve over a
+# batch of n x n matrices (a solve with 16 right-hand sides).
+LINALG = [("inv", 64, 128), ("cholesky", 64, 128), ("qr", 32, 256), ("solve", 64, 128)]
 QUICK_SQUARE = [64, 256]
 
 
@@ -66,6 +72,12 @@ def cases(kinds, dtypes, quick):
         if "bmm" in kinds:
             for shape in (BATCHED[:1] if quick else BATCHED):
                 found.append((f"bmm {'x'.join(map(str, shape))} {dtype}", "bmm", dtype, shape))
+    if "fft" in kinds:
+        for kind, sizes in (FFTS[:1] if quick else FFTS):
+            found.append((f"{kind} {'x'.join(map(str, sizes))}", kind, "float32", sizes))
+    if "linalg" in kinds:
+        for op, batch, n in (LINALG[:1] if quick else LINALG):
+            found.append((f"linalg.{op} {batch}x{n}x{n}", f"linalg_{op}", "float32", (batch, n)))
     if "conv" in kinds:
         for model, layers in CONVOLUTIONS.items():
             for shape in (layers[1:2] if quick else layers):
@@ -100,6 +112,21 @@ def make_call(kind, dtype, shape, device):
         batches, m, k, n = shape
         a, b = random(batches, m, k), random(batches, k, n)
         return lambda: torch.bmm(a, b)
+    if kind == "rfft":
+        signals = random(*shape)
+        return lambda: torch.fft.rfft(signals)
+    if kind == "fft2":
+        images = random(*shape).to(torch.complex64)
+        return lambda: torch.fft.fft2(images)
+    if kind.startswith("linalg_"):
+        batch, n = shape
+        matrices = random(batch, n, n)
+        matrices = matrices @ matrices.transpose(1, 2) + n * torch.eye(n, device=device)  # positive definite
+        right = random(batch, n, 16)
+        return {"linalg_inv": lambda: torch.linalg.inv_ex(matrices).inverse,
+                "linalg_cholesky": lambda: torch.linalg.cholesky_ex(matrices).L,
+                "linalg_qr": lambda: torch.linalg.qr(matrices).R,
+                "linalg_solve": lambda: torch.linalg.solve_ex(matrices, right).result}[kind]
     batch, channels, out, kernel, stride, size = shape
     images, weight = random(batch, channels, size, size), random(out, channels, kernel, kernel)
     padding = kernel // 2
@@ -112,6 +139,18 @@ def make_call(kind, dtype, shape, device):
 
 
 def flops(kind, shape):
+    """The case's floating-point operations, as usually counted (an FFT of
+    n points: 5 n log2 n, complex; 2.5 n log2 n real; a factorization of an
+    n x n matrix: inverse 2n^3, Cholesky n^3/3, QR 4n^3/3, solve 2n^3/3 + 2n^2 k)."""
+    if kind in ("rfft", "fft2"):
+        points = shape[-1] if kind == "rfft" else shape[-1] * shape[-2]
+        signals = math.prod(shape) // points
+        return (2.5 if kind == "rfft" else 5) * signals * points * math.log2(points)
+    if kind.startswith("linalg_"):
+        batch, n = shape
+        per_matrix = {"linalg_inv": 2 * n**3, "linalg_cholesky": n**3 / 3, "linalg_qr": 4 * n**3 / 3,
+                      "linalg_solve": 2 * n**3 / 3 + 2 * n * n * 16}[kind]
+        return batch * per_matrix
     if kind in ("mm", "linear"):
         m, k, n = shape
         return 2 * m * k * n
@@ -186,7 +225,7 @@ def thread_counts(text):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2,all", help="thread counts; 'all' is os.cpu_count()")
-    parser.add_argument("--cases", default="mm,linear,bmm,conv")
+    parser.add_argument("--cases", default="mm,linear,bmm,conv,fft,linalg")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="of the products")
     parser.add_argument("--rounds", type=int, default=2, help="cpu, kiln process pairs per thread count")
     parser.add_argument("--seconds", type=float, default=0.15, help="target length of one measurement")

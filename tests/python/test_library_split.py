@@ -131,3 +131,65 @@ def test_1x1_convolution_without_bias_matches_the_cpu(threads, positions, channe
         images = images.contiguous(memory_format=torch.channels_last)
     result = check_forward_and_backward(functional.conv2d, images, weight)
     assert result.is_contiguous(memory_format=torch.channels_last) == channels_last
+
+
+# FFT and batched linear algebra (batch_split.h): past 256 KiB a queued call is
+# cut along a batch dimension, one CPU call per block of matrices or signals.
+FFTS = {
+    "rfft-rows": (lambda x: torch.fft.rfft(x), (96, 1024)),
+    "rfft-first-dim": (lambda x: torch.fft.rfft(x, dim=0), (1024, 96)),
+    "fft2-batch": (lambda x: torch.fft.fft2(x.to(torch.complex64)), (12, 64, 64)),
+    "irfft-middle-batch": (lambda x: torch.fft.irfft(x.to(torch.complex64), dim=-1), (4, 40, 513)),
+    "fftn-strided": (lambda x: torch.fft.fftn(x.transpose(0, 1), dim=(1, 2)), (64, 24, 48)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FFTS))
+def test_batched_ffts_match_the_cpu(threads, name):
+    transform, sizes = FFTS[name]
+    x = random(*sizes)
+    check(transform(x.to("kiln")), transform(x), torch.complex64 if transform(x).is_complex() else torch.float32)
+
+
+def test_fft_out_form_writes_every_block():
+    x = random(64, 2048)
+    out = torch.empty(64, 1025, dtype=torch.complex64, device="kiln")
+    torch.fft.rfft(x.to("kiln"), out=out)
+    check(out, torch.fft.rfft(x), torch.complex64)
+
+
+def spd(*batch, n=64, seed=0):
+    a = random(*batch, n, n, seed=seed)
+    return a @ a.transpose(-1, -2) + n * torch.eye(n)
+
+
+LINALG = {
+    "inv": (lambda a, b: torch.linalg.inv_ex(a).inverse, 1e-3),
+    "cholesky": (lambda a, b: torch.linalg.cholesky_ex(a).L, 1e-3),
+    "qr": (lambda a, b: torch.linalg.qr(a).R.abs(), 1e-3),
+    "det": (lambda a, b: torch.linalg.det(a / 64).abs().log(), 1e-3),
+    "slogdet": (lambda a, b: torch.linalg.slogdet(a).logabsdet, 1e-3),
+    "lu_factor": (lambda a, b: torch.linalg.lu_factor_ex(a).LU, 1e-3),
+    "solve": (lambda a, b: torch.linalg.solve_ex(a, b).result, 1e-3),
+    "solve_triangular": (lambda a, b: torch.linalg.solve_triangular(torch.linalg.cholesky(a), b, upper=False), 1e-3),
+    "matrix_exp": (lambda a, b: torch.linalg.matrix_exp(a / a.norm(dim=(-2, -1), keepdim=True)), 1e-4),
+}
+
+
+@pytest.mark.parametrize("batch", [(48,), (3, 20)], ids=["batch-48", "batch-3x20"])
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_batched_linear_algebra_matches_the_cpu(threads, name, batch):
+    function, tolerance = LINALG[name]
+    a, b = spd(*batch), random(*batch, 64, 8, seed=1)
+    result = function(a.to("kiln"), b.to("kiln"))
+    torch.kiln.synchronize()
+    torch.testing.assert_close(result.cpu(), function(a, b), atol=tolerance, rtol=tolerance)
+
+
+def test_a_broadcast_operand_is_not_cut_as_a_batch():
+    # b has the batch's size in its first dimension by coincidence: it is one
+    # matrix broadcast over the batch of a, not a batch of its own.
+    a, b = spd(64), random(64, 64, seed=1)
+    expected = torch.linalg.solve_triangular(torch.linalg.cholesky(a), b, upper=False)
+    result = torch.linalg.solve_triangular(torch.linalg.cholesky(a.to("kiln")), b.to("kiln"), upper=False)
+    check(result, expected, torch.float32)

@@ -9,6 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "kiln/aten/cpu_fallback.h"
 #include "kiln/aten/device_checks.h"
 #include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/library/batch_split.h"
 #include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/c10/device_allocator.h"
@@ -222,6 +224,41 @@ size_t bytes_touched(const Arguments& arguments, const std::vector<at::Tensor>& 
   return bytes;
 }
 
+// Runs the CPU kernel on `host` (the arguments' aliases) and stores its
+// results into `host_outputs`, or on the block `part` of them along the
+// split's dimension.
+struct Part {
+  int64_t dim, begin, length;
+};
+void run_block(const c10::OperatorHandle& op, const torch::jit::Stack& host,
+               const std::vector<at::Tensor>& host_outputs, std::optional<Part> part,
+               const std::vector<bool>& cut = {}) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  torch::jit::Stack stack = host;
+  auto slice = [&](const at::Tensor& tensor) {
+    return part ? tensor.narrow(part->dim, part->begin, part->length) : tensor;
+  };
+  for (size_t i = 0; part && i < cut.size(); ++i) {
+    if (cut[i]) stack[i] = slice(stack[i].toTensor());
+  }
+  op.callBoxed(&stack);
+  for (size_t result = 0; result < host_outputs.size(); ++result) {
+    store_result(slice(host_outputs[result]), stack[result].toTensor());
+  }
+}
+
+// The call cut into one block per thread along the split's dimension, over
+// Kiln's pool (batch_split.h).
+void run_split(const c10::OperatorHandle& op, const torch::jit::Stack& host,
+               const std::vector<at::Tensor>& host_outputs, const BatchSplit& split, int threads) {
+  const int64_t blocks = std::min<int64_t>(split.extent, threads);
+  split_tasks(blocks, threads, [&](int64_t task) {
+    const BlockRange range = block_range(split.extent, blocks, 1, task);
+    if (range.end == range.begin) return;
+    run_block(op, host, host_outputs, Part{split.dim, range.begin, range.end - range.begin}, split.cut);
+  });
+}
+
 void run_synchronously(const c10::OperatorHandle& op, Arguments arguments, c10::Device device,
                        torch::jit::Stack* stack) {
   const auto& schema = op.schema();
@@ -289,17 +326,19 @@ void queued_library_call(const c10::OperatorHandle& op, torch::jit::Stack* stack
     for_each_tensor(value, [&](const at::Tensor& tensor) { held.push_back(tensor); });
   }
   drop_tensors_reused_in_stream_order(held);
+  const bool small = bytes < kSmallLibraryBytes;
+  const int threads = launch_thread_count();
+  BatchSplit split = batch_split(op, arguments, outputs);
   // The op's name lives as long as its registration: a static string for the stream.
   const char* label = op.operator_name().name.c_str();
   check_status(current_runtime_stream(device.index()).launch(
-      label, bytes, [op, held, host, host_outputs, bytes]() -> Status {
-        LibraryThreadScope threads(bytes < kSmallLibraryBytes);
-        at::AutoDispatchBelowADInplaceOrView below_autograd;
-        torch::jit::Stack stack = host;
-        op.callBoxed(&stack);
-        for (size_t result = 0; result < host_outputs.size(); ++result) {
-          store_result(host_outputs[result], stack[result].toTensor());
+      label, bytes, [op, held, host, host_outputs, small, threads, split]() -> Status {
+        if (split.splits() && splits_over_pool(small, threads)) {
+          run_split(op, host, host_outputs, split, threads);
+          return Status();
         }
+        LibraryThreadScope scope(small);
+        run_block(op, host, host_outputs, std::nullopt);
         return Status();
       }));
   for (const at::Tensor& output : outputs) stack->push_back(output);

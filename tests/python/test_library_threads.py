@@ -88,6 +88,8 @@ def large_work(device):
     (torch.randn(256, 256, device=device).bfloat16() @ torch.randn(256, 256, device=device).bfloat16()).sum().item()
     torch.linalg.qr(torch.randn(16, 128, 128, device=device)).R.sum().item()
     torch.fft.rfft(torch.randn(64, 4096, device=device)).abs().sum().item()
+    # A copy that converts to complex runs ATen's CPU copy on the stream worker.
+    torch.randn(16, 256, 256, device=device).to(torch.complex64).abs().sum().item()
 
 # Set explicitly, as users and the benchmarks do: PyTorch then applies the
 # count to each new thread at its first parallel loop, which must not undo

@@ -16,6 +16,7 @@
 #include <ATen/ops/empty_like.h>
 
 #include "kiln/aten/compiled/pointwise/copy_ops.h"
+#include "kiln/aten/library/library_threads.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/native/native_kernels.h"
 #include "kiln/aten/op_tracking.h"
@@ -56,6 +57,9 @@ Status copy_elements(const at::Tensor& source, const at::Tensor& destination,
   }
   at::Tensor to = is_kiln(destination) ? host_alias(destination) : destination;
   at::Tensor from = is_kiln(source) ? host_alias(source) : source;
+  // ATen's CPU copy runs a parallel loop: on a stream worker it must not
+  // start an OpenMP team (library_threads.h); on the initial thread it may.
+  library::LibraryThreadScope threads(/*small=*/false);
   to.copy_(from);
   return Status();
 }

@@ -2,7 +2,11 @@
 queued work lets go of the kiln tensors it uses, so a tensor the host drops
 goes back to the pool at once and the next op's output takes its block, while
 the work that still reads or writes it waits in the queue. Results must not
-change, and the holds come back where ordering by one stream is not enough."""
+change, and the holds come back where ordering by one stream is not enough.
+
+A device that ever handed out a second stream keeps the holds for the rest of
+the process, and other tests in a pytest worker use streams: each check runs
+in a fresh process (this file run as a script names the check)."""
 import contextlib
 import copy
 import os
@@ -43,8 +47,7 @@ OPS = {
 }
 
 
-@pytest.mark.parametrize("name", list(OPS))
-def test_a_dropped_output_is_reused_while_its_work_is_still_queued(name):
+def check_a_dropped_output_is_reused_while_its_work_is_still_queued(name):
     op, shape = OPS[name]
     x = random(*shape)
     device_x = x.to("kiln")
@@ -58,7 +61,7 @@ def test_a_dropped_output_is_reused_while_its_work_is_still_queued(name):
     torch.testing.assert_close(second.cpu(), op(x), atol=0.1 if "bfloat16" in name else 1e-4, rtol=1e-2)
 
 
-def test_memory_is_released_when_the_host_drops_it_not_when_the_queue_runs():
+def check_memory_is_released_when_the_host_drops_it_not_when_the_queue_runs():
     x = torch.ones(256, 256, device="kiln")
     with held_stream():
         y = x * 2
@@ -68,7 +71,7 @@ def test_memory_is_released_when_the_host_drops_it_not_when_the_queue_runs():
     assert after == before - 256 * 256 * 4
 
 
-def test_reuse_behind_queued_reads_keeps_every_result():
+def check_reuse_behind_queued_reads_keeps_every_result():
     x = random(128, 128)
     device_x = x.to("kiln")
     with held_stream():
@@ -84,7 +87,7 @@ def test_reuse_behind_queued_reads_keeps_every_result():
     torch.testing.assert_close(e.cpu(), x @ (x * 3), atol=1e-3, rtol=1e-4)
 
 
-def test_a_training_loop_reusing_memory_matches_the_cpu():
+def check_a_training_loop_reusing_memory_matches_the_cpu():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
                                 torch.nn.Linear(8 * 16 * 16, 10))
@@ -104,6 +107,25 @@ def test_a_training_loop_reusing_memory_matches_the_cpu():
     torch.testing.assert_close(torch.stack(losses["kiln"]).cpu(), torch.stack(losses["cpu"]), atol=1e-4, rtol=1e-4)
 
 
+def in_fresh_process(check, *arguments):
+    command = [sys.executable, os.path.abspath(__file__), check, *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_a_dropped_output_is_reused_while_its_work_is_still_queued(name):
+    in_fresh_process("check_a_dropped_output_is_reused_while_its_work_is_still_queued", name)
+
+
+@pytest.mark.parametrize("check", ["check_memory_is_released_when_the_host_drops_it_not_when_the_queue_runs",
+                                   "check_reuse_behind_queued_reads_keeps_every_result",
+                                   "check_a_training_loop_reusing_memory_matches_the_cpu",
+                                   "check_kiln_tensors_are_reused_in_stream_order_and_cpu_tensors_are_not"])
+def test_in_a_process_that_uses_the_default_stream_only(check):
+    in_fresh_process(check)
+
+
 def run_python(code, **environment):
     env = dict(os.environ, **environment)
     completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
@@ -112,7 +134,7 @@ def run_python(code, **environment):
     return completed.stdout.strip().splitlines()[-1]
 
 
-def test_kiln_tensors_are_reused_in_stream_order_and_cpu_tensors_are_not():
+def check_kiln_tensors_are_reused_in_stream_order_and_cpu_tensors_are_not():
     assert torch_kiln._C._reused_in_stream_order(torch.ones(4, device="kiln"))
     assert not torch_kiln._C._reused_in_stream_order(torch.ones(4))
 
@@ -142,3 +164,7 @@ def test_kiln_hold_queued_tensors_keeps_the_holds():
         torch.kiln.synchronize()
         print(torch_kiln._C._reused_in_stream_order(x), z.data_ptr() == address, bool((z == 2).all()))
     """, KILN_HOLD_QUEUED_TENSORS="1") == "False False True"
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]](*sys.argv[2:])

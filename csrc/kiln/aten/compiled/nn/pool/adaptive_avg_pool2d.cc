@@ -58,16 +58,11 @@ void adaptive_avg_pool2d_into(const at::Tensor& input, const at::Tensor& output)
                    "adaptive_avg_pool2d_channels_last");
   PoolPlanes in = pool_planes(input);
   PoolPlanes out = pool_planes(output);
-  const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(out.height, in.height),
-                                           max_adaptive_window(out.width, in.width));
+  const TapBlocks blocks = plan_adaptive_tap_blocks(in, out);
   Signature key("adaptive_avg_pool2d|w");
   key.append_number(blocks.rows).append('x').append_number(blocks.columns);
   TapBlockSpec spec;
-  spec.op_name = kOpName;
-  spec.key = key.view();
-  spec.sizes = {out.width, out.height, out.channels, out.batch};
-  spec.channels_innermost = is_channels_last(input);
-  spec.source = input;
+  set_adaptive_spec(spec, kOpName, key.view(), input, in, out);
   // Partial sums between the launches of a large window.
   if (!blocks.single()) {
     spec.carried.push_back(
@@ -76,34 +71,17 @@ void adaptive_avg_pool2d_into(const at::Tensor& input, const at::Tensor& output)
                                       .memory_format(output.suggest_memory_format())));
   }
   spec.results.push_back(output);
-  spec.scalars = {pack_pair(kOpName, in.height, in.width), pack_pair(kOpName, out.height, out.width),
-                  in.height_stride, in.width_stride};
   spec.body = [&](PoolContext& context, const TapBlock& block) {
     ir::Builder& builder = context.builder;
-    auto [height, width] = context.unpack(context.scalars[0]);
-    auto [out_h, out_w] = context.unpack(context.scalars[1]);
-    auto [row0, column0] = block.origin(context);
-    auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
-    auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
+    const AdaptiveTaps taps = adaptive_taps(context, block);
     const ir::DType accumulate = ir::compute_dtype(context.input_dtypes[0]);
-    TapAxis rows, columns;
-    for (int64_t i = 0; i < block.rows; ++i) {
-      ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
-      rows.valid.push_back(context.less(h, h_end));
-      rows.offset.push_back(context.mul(h, context.scalars[2]));
-    }
-    for (int64_t j = 0; j < block.columns; ++j) {
-      ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
-      columns.valid.push_back(context.less(w, w_end));
-      columns.offset.push_back(context.mul(w, context.scalars[3]));
-    }
     ValueId sum = block.fresh ? builder.constant(0, accumulate) : builder.load(1);
-    for_each_tap(context, rows, columns, [&](size_t, size_t, ValueId valid, ValueId offset) {
+    for_each_tap(context, taps.rows, taps.columns, [&](size_t, size_t, ValueId valid, ValueId offset) {
       sum = context.add(sum, context.or_zero(valid, builder.indexed_load(0, offset)));
     });
     if (block.last) {
-      sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(h_end, h_start), accumulate));
-      sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(w_end, w_start), accumulate));
+      sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(taps.h_end, taps.h_start), accumulate));
+      sum = builder.binary(OpCode::kDivide, sum, builder.cast(context.sub(taps.w_end, taps.w_start), accumulate));
     }
     builder.store(0, sum);
   };

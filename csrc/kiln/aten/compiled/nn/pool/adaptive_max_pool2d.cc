@@ -40,54 +40,31 @@ void adaptive_max_pool2d_into(const at::Tensor& input, const at::Tensor& output,
   if (output.numel() == 0) return;
   PoolPlanes in = pool_planes(input);
   PoolPlanes out = pool_planes(output);
-  const TapBlocks blocks = plan_tap_blocks(max_adaptive_window(out.height, in.height),
-                                           max_adaptive_window(out.width, in.width));
+  const TapBlocks blocks = plan_adaptive_tap_blocks(in, out);
   Signature key("adaptive_max_pool2d|w");
   key.append_number(blocks.rows).append('x').append_number(blocks.columns);
   TapBlockSpec spec;
-  spec.op_name = kOpName;
-  spec.key = key.view();
-  spec.sizes = {out.width, out.height, out.channels, out.batch};
-  spec.channels_innermost = is_channels_last(input);
-  spec.source = input;
+  set_adaptive_spec(spec, kOpName, key.view(), input, in, out);
   // The running maximum and its index are the results themselves.
   spec.carried = {output, indices};
   spec.results = {output, indices};
-  spec.scalars = {pack_pair(kOpName, in.height, in.width), pack_pair(kOpName, out.height, out.width),
-                  in.height_stride, in.width_stride};
   spec.body = [&](PoolContext& context, const TapBlock& block) {
     ir::Builder& builder = context.builder;
-    auto [height, width] = context.unpack(context.scalars[0]);
-    auto [out_h, out_w] = context.unpack(context.scalars[1]);
-    auto [row0, column0] = block.origin(context);
-    auto [h_start, h_end] = adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
-    auto [w_start, w_end] = adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
+    const AdaptiveTaps taps = adaptive_taps(context, block);
     const ir::DType compute = ir::compute_dtype(context.input_dtypes[0]);
-    TapAxis rows, columns;
-    std::vector<ValueId> row_index, column_index;  // shares of the plane index: h * W and w
-    for (int64_t i = 0; i < block.rows; ++i) {
-      ValueId h = context.add(h_start, context.add(row0, context.int64(i)));
-      rows.valid.push_back(context.less(h, h_end));
-      rows.offset.push_back(context.mul(h, context.scalars[2]));
-      row_index.push_back(context.mul(h, width));
-    }
-    for (int64_t j = 0; j < block.columns; ++j) {
-      ValueId w = context.add(w_start, context.add(column0, context.int64(j)));
-      columns.valid.push_back(context.less(w, w_end));
-      columns.offset.push_back(context.mul(w, context.scalars[3]));
-      column_index.push_back(w);
-    }
     ValueId best = block.fresh ? builder.constant(-std::numeric_limits<double>::infinity(), compute)
                                : builder.load(1);
     ValueId best_index =
-        block.fresh ? context.add(context.mul(h_start, width), w_start) : builder.load(2);
-    for_each_tap(context, rows, columns, [&](size_t i, size_t j, ValueId valid, ValueId offset) {
+        block.fresh ? context.add(context.mul(taps.h_start, taps.width), taps.w_start) : builder.load(2);
+    std::vector<ValueId> row_index;  // each tap row's share of the plane index: h * W
+    for (ValueId h : taps.h) row_index.push_back(context.mul(h, taps.width));
+    for_each_tap(context, taps.rows, taps.columns, [&](size_t i, size_t j, ValueId valid, ValueId offset) {
       ValueId value = builder.indexed_load(0, offset);
       ValueId better = builder.binary(OpCode::kLogicalOr, builder.binary(OpCode::kGreater, value, best),
                                       builder.unary(OpCode::kIsNan, value));
       better = context.both(valid, better);
       best = builder.select(better, value, best);
-      best_index = builder.select(better, context.add(row_index[i], column_index[j]), best_index);
+      best_index = builder.select(better, context.add(row_index[i], taps.w[j]), best_index);
     });
     builder.store(0, best);
     builder.store(1, best_index);

@@ -1,6 +1,7 @@
 #include "kiln/aten/compiled/nn/pool/tap_blocks.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "kiln/aten/compiled/launch/kernel_launch.h"
 
@@ -64,6 +65,46 @@ void launch_tap_blocks(const TapBlockSpec& spec, const TapBlocks& blocks) {
     launch.body = [&spec, block](PoolContext& context) { spec.body(context, block); };
     launch_pool_kernel(launch);
   }
+}
+
+TapBlocks plan_adaptive_tap_blocks(const PoolPlanes& in, const PoolPlanes& out) {
+  return plan_tap_blocks(max_adaptive_window(out.height, in.height), max_adaptive_window(out.width, in.width));
+}
+
+void set_adaptive_spec(TapBlockSpec& spec, const char* op_name, std::string_view key,
+                       const at::Tensor& input, const PoolPlanes& in, const PoolPlanes& out) {
+  spec.op_name = op_name;
+  spec.key = key;
+  spec.sizes = {out.width, out.height, out.channels, out.batch};
+  spec.channels_innermost = is_channels_last(input);
+  spec.source = input;
+  spec.scalars = {pack_pair(op_name, in.height, in.width), pack_pair(op_name, out.height, out.width),
+                  in.height_stride, in.width_stride};
+}
+
+AdaptiveTaps adaptive_taps(PoolContext& context, const TapBlock& block) {
+  AdaptiveTaps taps;
+  auto [height, width] = context.unpack(context.scalars[0]);
+  auto [out_h, out_w] = context.unpack(context.scalars[1]);
+  auto [row0, column0] = block.origin(context);
+  taps.width = width;
+  std::tie(taps.h_start, taps.h_end) =
+      adaptive_window(context, context.coordinate(PoolAxis::kHeight), out_h, height);
+  std::tie(taps.w_start, taps.w_end) =
+      adaptive_window(context, context.coordinate(PoolAxis::kWidth), out_w, width);
+  for (int64_t i = 0; i < block.rows; ++i) {
+    ir::ValueId h = context.add(taps.h_start, context.add(row0, context.int64(i)));
+    taps.rows.valid.push_back(context.less(h, taps.h_end));
+    taps.rows.offset.push_back(context.mul(h, context.scalars[2]));
+    taps.h.push_back(h);
+  }
+  for (int64_t j = 0; j < block.columns; ++j) {
+    ir::ValueId w = context.add(taps.w_start, context.add(column0, context.int64(j)));
+    taps.columns.valid.push_back(context.less(w, taps.w_end));
+    taps.columns.offset.push_back(context.mul(w, context.scalars[3]));
+    taps.w.push_back(w);
+  }
+  return taps;
 }
 
 }  // namespace kiln::torch_integration::compiled

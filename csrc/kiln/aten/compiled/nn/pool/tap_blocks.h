@@ -101,4 +101,25 @@ void for_each_tap(PoolContext& context, const TapAxis& rows, const TapAxis& colu
   }
 }
 
+// The 2-D adaptive poolings (adaptive_avg_pool2d.cc, adaptive_max_pool2d.cc).
+// Blocks of taps for the largest window of `in` pooled into `out`:
+TapBlocks plan_adaptive_tap_blocks(const PoolPlanes& in, const PoolPlanes& out);
+// The spec's fields every adaptive pooling sets the same way: op name, key,
+// iteration space and layout, `input` as the source, and the scalars the body
+// reads (0: input height and width, 1: output height and width, 2 and 3: the
+// input's height and width strides).
+void set_adaptive_spec(TapBlockSpec& spec, const char* op_name, std::string_view key,
+                       const at::Tensor& input, const PoolPlanes& in, const PoolPlanes& out);
+
+// Inside a body: the window of the current output position, and each tap of
+// `block` within it (rows.valid, columns.valid: inside the window; offsets
+// into the input plane; h and w: the tap's row and column).
+struct AdaptiveTaps {
+  ir::ValueId width;  // the input's
+  ir::ValueId h_start, h_end, w_start, w_end;
+  TapAxis rows, columns;
+  std::vector<ir::ValueId> h, w;
+};
+AdaptiveTaps adaptive_taps(PoolContext& context, const TapBlock& block);
+
 }  // namespace kiln::torch_integration::compiled

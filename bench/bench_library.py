@@ -17,6 +17,15 @@ kiln for --rounds rounds, and each case keeps its best time of the rounds.
 ratio = cpu time / kiln time (target: at least 0.95 for every case at every
 thread count, issue 32).
 
+Both modes run with glibc's mmap and trim thresholds fixed (MALLOC_TUNABLES
+below, unless GLIBC_TUNABLES is set already). With glibc's default, dynamic
+thresholds a large CPU tensor is mapped fresh and page-faulted on every call
+or reused warm depending on which allocations came before it in the process:
+the CPU's 7x7 ResNet-18 convolution (a 12.8 MB result) took 13.5 ms in a
+process of its own and 4.6 ms after an FFT had run, on the same machine. Fixed
+thresholds keep large blocks in the heap in both modes, so a case's figure no
+longer depends on the cases before it; the CPU baseline is its faster, warm one.
+
     python bench/bench_library.py [--threads 1,2] [--cases mm,linear,bmm,conv,fft,linalg]
         [--dtypes float32,bfloat16] [--rounds 2] [--quick] [--json out.json]
 """
@@ -29,6 +38,10 @@ import sys
 import time
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# glibc keeps blocks up to 64 MiB in its heap and returns free heap memory to
+# the system only above 128 MiB: the same for both modes (see above).
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=134217728"
 
 # Matrix products (m, k, n): square from 64 to 4096, tall-skinny and wide,
 # and the projections of a 12-head transformer of width 768 over 4x128
@@ -207,6 +220,7 @@ def child(device, threads, args):
                "--cases", args.cases, "--dtypes", args.dtypes, "--seconds", str(args.seconds),
                "--measurements", str(args.measurements)] + (["--quick"] if args.quick else [])
     env = dict(os.environ, KILN_FALLBACK="silent")
+    env.setdefault("GLIBC_TUNABLES", MALLOC_TUNABLES)
     completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
     if completed.returncode != 0:
         raise RuntimeError(f"{device} with {threads} threads failed:\n{completed.stderr[-4000:]}")

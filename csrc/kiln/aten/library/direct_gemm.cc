@@ -128,16 +128,19 @@ struct GemmCall {
     for (int64_t batch = 0; batch < batches; ++batch) run_block<T>(gemm, {batch, {0, m}, {0, n}});
   }
 
-  // Blocks for `threads` threads: whole matrices when the batch alone gives
-  // each thread two, else each matrix cut along its longer side (rows or
-  // columns) into blocks of at least kMinimumBlock, aligned to kBlockAlignment
-  // so BLAS's packed panels stay whole.
+  // Blocks for `threads` threads: whole matrices when the batch gives each
+  // thread one, else each matrix cut along its longer side (rows or columns)
+  // into one block per thread of at least kMinimumBlock, aligned to
+  // kBlockAlignment so BLAS's packed panels stay whole. One block per thread,
+  // not two: each block packs the whole of the other operand again, and at
+  // 512^3 on 2 threads two blocks each ran at 0.91-0.92x the CPU's product
+  // against 0.99-1.00x for one (bench_library.py, 3 processes per mode).
   static constexpr int64_t kBlockAlignment = 16;
   static constexpr int64_t kMinimumBlock = 32;
 
   template <typename T, typename Gemm>
   void run_split(Gemm gemm, int threads) const {
-    const int64_t wanted = 2 * static_cast<int64_t>(threads);
+    const int64_t wanted = static_cast<int64_t>(threads);
     const bool by_rows = m >= n;
     const int64_t extent = by_rows ? m : n;
     const int64_t per_matrix = std::clamp<int64_t>((wanted + batches - 1) / batches, 1,

@@ -657,11 +657,15 @@ BENCHMARKS = [
               "cpu / kiln >= 0.95x for every case, at 1 thread, 2 threads and all threads.", render_library,
               "Each call's result is dropped before the queued call that writes it ran; its memory is reused "
               "in stream order ([memory](design/memory.md)), so the next call writes a buffer still in the "
-              "caches, as on the CPU. Small calls (under 2 MFLOP) run on one thread, where dispatch dominates "
-              "(64^3: about 1 us of 7). An FFT's result is computed into a CPU tensor and copied into the device "
-              "output, one more pass than the CPU's call. Figures of single cases move by up to 10-20 % between "
-              "runs on a shared 2-core VM: the batched inverse and solve at 2 threads measured 0.95-1.0x in "
-              "processes of their own, against the figures here, measured after the FFT cases."),
+              "caches, as on the CPU. Both modes run with glibc's malloc thresholds fixed (the script's "
+              "docstring): with glibc's dynamic ones, the CPU's 7x7 convolution took 13.5 ms or 4.6 ms depending "
+              "on the cases run before it in its process. Small calls (under 2 MFLOP) run on one thread, where "
+              "dispatch dominates (64^3: about 1 us of 7). An FFT's result, and a k x k convolution's, is "
+              "computed into a CPU tensor by the CPU kernel and copied into the device output: one more pass "
+              "than the CPU's call (0.8-0.9x), which PyTorch gives no way around (neither op has an out= "
+              "kernel that writes in place, and oneDNN's symbols are not exported). Figures of single cases "
+              "move by up to 10-20 % between runs on a shared 2-core VM (the same single-threaded MKL call "
+              "read 0.94x in one run), more at 2 threads."),
     Benchmark("foreach", "bench_foreach.py", "Foreach ops",
               "Foreach ops over the transformer's parameters on kiln (one launch per call) beside the same work "
               "op by op on kiln and beside the CPU; then a whole `clip_grad_norm_` + AdamW step with "

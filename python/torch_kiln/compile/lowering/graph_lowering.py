@@ -50,18 +50,45 @@ def _has_kernel(name, key):
     return torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
 
 
+def _out_overload(op):
+    """The out= overload of `op` or, for an in-place op, of its functional
+    form: the one whose arguments other than out= ones are `op`'s
+    (scatter.value's and scatter_.value's is scatter.value_out, bernoulli.p's
+    bernoulli.float_out), or None."""
+    functional = [(argument.name, str(argument.type)) for argument in op._schema.arguments]
+    base = op._schema.name.split("::")[-1]
+    if base.endswith("_") and not base.startswith("__"):
+        base = base[:-1]
+    packet = getattr(torch.ops.aten, base, None)
+    for overload in (packet.overloads() if packet is not None else []):
+        candidate = getattr(packet, overload)
+        arguments = candidate._schema.arguments
+        if any(argument.is_out for argument in arguments) and functional == [
+                (argument.name, str(argument.type)) for argument in arguments if not argument.is_out]:
+            return candidate
+    return None
+
+
 def has_kiln_kernel(op):
     """True when `op` runs on kiln without the CPU fallback: Kiln registers
-    it, a composite kernel breaks it into ops that reach the device, or (for
-    structured ops) its functional form calls an out= overload Kiln registers."""
+    it, or a composite kernel breaks it into ops that reach the device.
+
+    A CompositeExplicitAutogradNonFunctional kernel is one of two kinds. A
+    structured op's (scatter.value, index_add) allocates the result and calls
+    the op's out= overload, whose kernel is per backend (it has a CPU one):
+    Kiln must register that overload. Any other's is written in other ops
+    (lift_fresh_copy is a clone; slice_scatter and as_strided_scatter clone,
+    take a view and copy_ into it; bernoulli.p fills with bernoulli_), and
+    its out= overload, if any, is a composite too."""
     name = op.name()
     if any(_has_kernel(name, key) for key in
            ("PrivateUse1", "CompositeExplicitAutograd", "CompositeImplicitAutograd")):
         return True
     if _has_kernel(name, "CompositeExplicitAutogradNonFunctional"):
-        packet = getattr(torch.ops.aten, op._schema.name.split("::")[-1], None)
-        out = getattr(packet, "out", None) if packet is not None else None
-        return out is not None and _has_kernel(out.name(), "PrivateUse1")
+        out = _out_overload(op)
+        if out is None or not _has_kernel(out.name(), "CPU"):
+            return True
+        return _has_kernel(out.name(), "PrivateUse1")
     return False
 
 

@@ -5,13 +5,16 @@
 #             run it on a quiet machine: the figures are stamped with the machine and its load)
 # make performance  only re-renders docs/performance.md from the JSON in bench/results/
 # make operators  runs the full OpInfo sweep and rewrites docs/reference/operators.md (slow)
+# make suite  runs the model suites (bench/bench_suite.py: every model, training and inference, in
+#             CPU eager, Inductor, kiln eager and kiln compiled) and re-renders docs/models.md (1-2 h)
+# make models-page  only re-renders docs/models.md from bench/results/suite.json
 VENV ?= $(HOME)/.cache/kiln/venv
 BUILD ?= build
 PYTHON := $(VENV)/bin/python
 export KILN_VENV := $(VENV)
 export KILN_BUILD_DIR := $(abspath $(BUILD))
 
-.PHONY: setup demo test test-cpp test-python bench performance operators clean
+.PHONY: setup demo test test-cpp test-python bench performance operators suite models-page clean
 
 setup:
 	@scripts/setup.sh
@@ -52,6 +55,17 @@ performance:
 operators: setup
 	$(PYTHON) tests/conformance/opinfo_sweep.py --dtypes float32,float16,bfloat16,int64,bool \
 		--samples 4 --grad --markdown docs/reference/operators.md --json $(BUILD)/operators.json
+
+SUITE_MODELS ?= all
+
+suite: setup
+	@mkdir -p $(BENCH_RESULTS)
+	$(PYTHON) bench/bench_suite.py --models $(SUITE_MODELS) --json $(BENCH_RESULTS)/suite.json
+	@$(MAKE) --no-print-directory models-page
+
+# Standard library only: needs no build.
+models-page:
+	python3 bench/render_models.py --results $(BENCH_RESULTS)/suite.json --output docs/models.md
 
 clean:
 	rm -rf $(BUILD) python/torch_kiln/_C*.so

@@ -1,0 +1,104 @@
+"""The model suites' CI subset (bench/bench_suite.py --models ci): a few
+models of each library train one step in kiln eager and kiln compiled, each
+in its own process, and must run with no fallback and CPU-matching numerics.
+Also the runner's numerics rules and the page renderer, on synthetic data.
+The full suites (timed, all modes, inference too) are `make suite`."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(REPOSITORY, "bench")
+sys.path.insert(0, BENCH)
+
+import bench_suite  # noqa: E402
+import render_models  # noqa: E402
+import suite_models  # noqa: E402
+
+
+def test_the_ci_subset_trains_on_kiln_eager_and_compiled(tmp_path):
+    output = tmp_path / "suite.json"
+    command = [sys.executable, os.path.join(BENCH, "bench_suite.py"), "--models", "ci", "--tasks", "train",
+               "--modes", "kiln_eager,kiln_compiled", "--warmup", "0", "--steps", "0", "--timeout", "600",
+               "--json", str(output)]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=3000)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    results = json.loads(output.read_text())["results"]
+    assert set(results) == set(suite_models.CI_MODELS)
+    failures = [f"{name} {mode}: {render_models.verdict(record)}"
+                for name, entry in results.items() for mode, record in entry["tasks"]["train"].items()
+                if not bench_suite.passed(record)]
+    assert not failures, "\n".join(failures) + "\n" + completed.stdout[-3000:]
+    # Every kiln mode was compared with the CPU, gradients included.
+    for entry in results.values():
+        for mode in ("kiln_eager", "kiln_compiled"):
+            assert entry["tasks"]["train"][mode]["numerics"]["checks"] >= 2
+
+
+def save(path, tensors):
+    torch.save(tensors, path)
+    return str(path)
+
+
+def test_numerics_judge_gradients_as_one_vector_against_float64(tmp_path):
+    generator = torch.Generator().manual_seed(0)
+    exact = {"loss": torch.tensor(2.5, dtype=torch.float64),
+             "grad a": torch.randn(64, 64, generator=generator, dtype=torch.float64),
+             "grad b": torch.randn(8, generator=generator, dtype=torch.float64) * 1e-3}
+    cpu = {name: (value + 1e-7 * torch.randn(value.shape, generator=generator, dtype=torch.float64)).float()
+           for name, value in exact.items()}
+    paths = {"exact": save(tmp_path / "exact.pt", exact), "cpu": save(tmp_path / "cpu.pt", cpu)}
+    # One small gradient tensor off by 30 % (a flipped ReLU in a tiny layer): the whole gradient is still close.
+    flipped = dict(cpu, **{"grad b": cpu["grad b"] * 1.3})
+    result = bench_suite.compare_numerics(save(tmp_path / "flipped.pt", flipped), paths["cpu"], paths["exact"])
+    assert result["failed"] == 0, result
+    # A wrong gradient is not.
+    wrong = dict(cpu, **{"grad a": cpu["grad a"] * 1.01})
+    result = bench_suite.compare_numerics(save(tmp_path / "wrong.pt", wrong), paths["cpu"], paths["exact"])
+    assert result["failed"] == 1 and result["worst"]["name"] == "gradients", result
+    # Nor is a loss off by more than the tolerance and 3x the CPU's own error.
+    off = dict(cpu, loss=cpu["loss"] + 1e-3)
+    result = bench_suite.compare_numerics(save(tmp_path / "off.pt", off), paths["cpu"], paths["exact"])
+    assert result["failed"] == 1 and result["worst"]["name"] == "loss", result
+
+
+def test_a_mode_passes_only_if_it_ran_without_fallback_and_matched():
+    assert bench_suite.passed({"status": "ran", "fallback_ops": [], "numerics": {"failed": 0, "checks": 3}})
+    assert not bench_suite.passed({"status": "failed", "error": "RuntimeError: x"})
+    assert not bench_suite.passed({"status": "ran", "fallback_ops": ["aten::histc"]})
+    assert not bench_suite.passed({"status": "ran", "fallback_ops": [], "numerics": {"failed": 1, "checks": 3}})
+
+
+def test_the_page_renders_pass_rates_speedups_and_a_chart(tmp_path):
+    def record(step, ran=True):
+        return {"status": "ran", "step_s": step, "first_step_s": step * 10, "peak_memory_mb": 100.0,
+                "fallback_ops": [], "numerics": {"failed": 0, "checks": 2}} if ran else \
+            {"status": "failed", "error": "UnsupportedOperatorError: kiln cannot lower aten.gcd.default"}
+    tasks = {"train": {"cpu_eager": record(0.02), "inductor": record(0.01), "kiln_eager": record(0.01),
+                       "kiln_compiled": record(0.005)}}
+    results = {"resnet18": {"suite": "torchvision", "description": "d", "tasks": tasks},
+               "gpt2": {"suite": "huggingface", "description": "d",
+                        "tasks": {"train": dict(tasks["train"], kiln_compiled=record(0, ran=False))}}}
+    summary = bench_suite.summarize(results, list(results), ["train"], list(bench_suite.MODES))
+    assert summary["torchvision train"]["passed"]["kiln_compiled"] == 1
+    assert summary["huggingface train"]["passed"]["kiln_compiled"] == 0
+    assert math.isclose(summary["torchvision train"]["kiln_compiled_over_inductor"]["geomean"], 2.0)
+    output = tmp_path / "models.md"
+    render_models.render({"header": ["commit : abc"], "args": {"steps": 5}, "results": results, "summary": summary},
+                         str(output))
+    page = output.read_text()
+    assert "| `resnet18` | torchvision | pass | pass | pass | pass |" in page
+    assert "fails: UnsupportedOperatorError: kiln cannot lower aten.gcd.default" in page
+    assert "2.00x" in page and (tmp_path / "models_speedup_train.svg").exists()
+
+
+@pytest.mark.parametrize("text, expected", [("ci", suite_models.CI_MODELS), ("gpt2,resnet18", ["gpt2", "resnet18"])])
+def test_model_selection(text, expected):
+    assert suite_models.select(text) == expected
+    with pytest.raises(KeyError, match="unknown model or suite 'nope'"):
+        suite_models.select("nope")

@@ -155,7 +155,9 @@ def render(data, output):
              "same mode run in float64 matched the CPU's float64 run tensor by tensor (a ReLU input a rounding error "
              "from 0 flips on one side and not the other; a wrong kernel would still show in float64). Speed is the median step time after warm-up; ratios above 1.0x mean kiln is faster. The "
              "first step includes compilation. Peak memory is the process's peak resident memory over its "
-             "memory after imports, the same measure for every mode (kiln's memory is host memory).", ""]
+             "resident memory once the model was built on the CPU, the same measure for every mode (kiln's memory is "
+             "host memory; the CPU copy of the weights that `.to(\"kiln\")` frees may stay resident, so kiln's figure "
+             "can read high by up to the model's size).", ""]
     lines += stamp("suite", header)
     lines += ["", f"Models: {len(results)}; tasks: {', '.join(tasks)}; modes run: "
                   f"{', '.join(sorted({m for e in results.values() for r in e['tasks'].values() for m in r}))}"

@@ -589,6 +589,14 @@ def render_generic(results, args):
     return table(["figure", "value"], leaves)
 
 
+def render_suite(results, args, data):
+    """bench_suite.py: the per-suite pass rates and geometric means (the
+    per-model rows are in docs/models.md)."""
+    from render_models import summary_table  # imports this module: not at the top
+    return summary_table(data.get("summary", {})) + ["", "Per model, with the reasons for every failure, and "
+                                                         "charts: [models.md](models.md)."]
+
+
 # ---------------------------------------------------------------- the benchmarks
 
 @dataclasses.dataclass
@@ -647,6 +655,13 @@ BENCHMARKS = [
               "Products and convolutions dominate these steps; on kiln a large one is split over Kiln's thread "
               "pool ([library path](design/library_path.md)). Figures move by 5-10 % between runs on a shared "
               "2-core VM."),
+    Benchmark("suite", "bench_suite.py", "Model suites (torchvision, TIMM, transformers)",
+              "Real models with random weights in four modes, each (model, task, mode) in its own process: CPU "
+              "eager, Inductor, kiln eager, kiln compiled; training (forward, loss, backward, AdamW) and inference. "
+              "Pass: it ran, nothing fell back, and loss, outputs and gradients match the CPU's (judged against a "
+              "float64 run, [benchmarks](reference/benchmarks.md#the-model-suites)); speed: the median step after "
+              "warm-up, geometric means over the models that passed. Targets: every model passes in every mode; "
+              "kiln compiled >= 1.1x Inductor and kiln eager >= 1.0x CPU eager per suite.", render_suite),
     Benchmark("library", "bench_library.py", "Products, convolutions, FFT and linear algebra (library path)",
               "One op called over and over, kiln against the CPU's own kernel, each (mode, thread count) in its "
               "own process: `mm` from 64^3 to 4096^3, tall-skinny and wide products, a transformer's projections "
@@ -750,8 +765,8 @@ def render_section(benchmark, path):
     lines = [f"## {benchmark.title}", "", f"`bench/{benchmark.script}`: {benchmark.measures}", ""]
     lines += stamp(benchmark.name, fields) + [""]
     try:
-        if benchmark.render is render_native_ops:
-            body = render_native_ops(results, args, data)
+        if benchmark.render in (render_native_ops, render_suite):
+            body = benchmark.render(results, args, data)
         else:
             body = benchmark.render(results, args)
         if benchmark.reading:

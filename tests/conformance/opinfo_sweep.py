@@ -7,7 +7,10 @@ tests make them), copied to the CPU for the reference, and the results are
 compared (comparison.py: the dtype's default tolerance, or one PyTorch itself
 accepts between two implementations of the op; dtypes must match). With
 --grad, the gradients of the float32 samples are compared too (gradients.py).
-Each (op, dtype) gets a status:
+With --compiled, the float32 samples also run through
+torch.compile(backend="kiln") (Dynamo reset for each, dynamic=False), as
+PyTorch's test_torchinductor_opinfo runs them through Inductor: the
+"compiled" column. Each (op, dtype) gets a status:
 
 - pass: every compared sample matched and no op left the device;
 - fallback: every sample matched, but some op ran through the CPU fallback;
@@ -84,13 +87,25 @@ def is_random_sample(op, sample):
         op.name in RANDOM_WHEN_TRAINING and bool(sample.kwargs.get("training")))
 
 
-def run_sample(op, sample, dtype):
+def compiled(op):
+    """`op` called through torch.compile(backend="kiln"): a fresh Dynamo for
+    each sample (each sample is another graph, and a long sweep would reach
+    Dynamo's recompile limit), shapes static."""
+    def call(*args, **kwargs):
+        torch._dynamo.reset()
+        return torch.compile(lambda *a, **k: op(*a, **k), backend="kiln", dynamic=False)(*args, **kwargs)
+    return call
+
+
+def run_sample(op, sample, dtype, call=None):
     """(outcome, detail, executed ops, tolerance) for one sample, made on kiln
     (as PyTorch makes samples on the device under test) and copied to the CPU
     for the reference: outcome is "match", "mismatch", "kiln_raised",
     "cpu_raised" or "random" (the CPU gives another answer under another seed:
     not comparable); executed ops is {op name: {path: count}} on kiln;
-    tolerance names the one the match needed (comparison.py)."""
+    tolerance names the one the match needed (comparison.py). `call` runs
+    the op on kiln (default: the op itself, eagerly)."""
+    call = call or op
     if is_random_sample(op, sample):
         return "random", "", {}, None
     try:
@@ -111,7 +126,7 @@ def run_sample(op, sample, dtype):
         return "random", "", {}, None
     torch_kiln.clear_op_tracking()
     try:
-        actual = processed(sample, op(sample.input, *sample.args, **sample.kwargs))
+        actual = processed(sample, call(sample.input, *sample.args, **sample.kwargs))
         torch.kiln.synchronize()
     except Exception as error:  # noqa: BLE001 - recorded as the op's failure
         return "kiln_raised", f"{type(error).__name__}: {str(error)[:300]}", {}, None
@@ -165,8 +180,8 @@ def _excluded(op):
     return None
 
 
-def sweep_dtype(op, dtype, max_samples):
-    """The status record of `op` over `dtype`."""
+def sweep_dtype(op, dtype, max_samples, call=None):
+    """The status record of `op` over `dtype` (through `call`, run_sample)."""
     excluded = _excluded(op)
     if excluded:
         return excluded
@@ -176,7 +191,7 @@ def sweep_dtype(op, dtype, max_samples):
         return {"status": "skip", "detail": f"sample inputs raised {error!r}"[:200]}
     outcomes = []
     for sample in samples:
-        outcomes.append(run_sample(op, sample, dtype))
+        outcomes.append(run_sample(op, sample, dtype, call))
         if outcomes[-1][0] in ("mismatch", "kiln_raised"):
             break
     return _record(outcomes, bool(samples))
@@ -212,8 +227,8 @@ def selected_ops(names):
     return [op for op in op_db if op.name in wanted or op_label(op) in wanted]
 
 
-def sweep(ops, dtypes, max_samples, progress=None, gradients=False):
-    """{op label: {dtype name: record, "grad": record}}."""
+def sweep(ops, dtypes, max_samples, progress=None, gradients=False, compile_samples=False):
+    """{op label: {dtype name: record, "grad": record, "compiled": record}}."""
     results = {}
     for op in ops:
         declared = op.supported_dtypes("cpu")  # what PyTorch promises on the CPU
@@ -225,6 +240,8 @@ def sweep(ops, dtypes, max_samples, progress=None, gradients=False):
             grad_record = sweep_gradients(op, max_samples)
             if grad_record is not None:
                 record["grad"] = grad_record
+        if compile_samples and GRAD_DTYPE in declared:
+            record["compiled"] = sweep_dtype(op, GRAD_DTYPE, max_samples, compiled(op))
         results[op_label(op)] = record
         if progress:
             progress(op_label(op), record)
@@ -237,6 +254,8 @@ def main():
     parser.add_argument("--dtypes", help="comma-separated dtypes (default: all kiln supports)")
     parser.add_argument("--samples", type=int, default=8, help="samples per op and dtype")
     parser.add_argument("--grad", action="store_true", help="compare float32 gradients too")
+    parser.add_argument("--compiled", action="store_true",
+                        help="run the float32 samples through torch.compile(backend='kiln') too")
     parser.add_argument("--json", help="write the per-op records here")
     parser.add_argument("--markdown", help="write the operator table here (docs/reference/operators.md)")
     args = parser.parse_args()
@@ -252,7 +271,7 @@ def main():
         statuses = " ".join(f"{dtype}={entry['status']}" for dtype, entry in record.items())
         print(f"{name}: {statuses}", flush=True)
 
-    results = sweep(ops, dtypes, args.samples, progress, gradients=args.grad)
+    results = sweep(ops, dtypes, args.samples, progress, gradients=args.grad, compile_samples=args.compiled)
     print(f"\n{len(results)} ops in {time.perf_counter() - start:.0f} s")
     for line in summary(results):
         print(line)

@@ -103,3 +103,33 @@ def test_as_accurate_as_the_cpu_is_judged_against_the_float64_answer():
     cpu = torch.tensor([1.0 + 2e-7, 2.0])
     assert comparison.no_less_accurate(torch.tensor([1.0 - 2e-7, 2.0]), cpu, exact)
     assert not comparison.no_less_accurate(torch.tensor([1.0, 2.001]), cpu, exact)
+
+
+def test_compiled_samples_go_through_the_kiln_backend(monkeypatch):
+    # scatter's compiled graph holds scatter.value/src (the composite ops of
+    # test_compile_composite_ops.py), slice_scatter a view write.
+    import torch_kiln
+    ops = opinfo_sweep.selected_ops(["add", "softmax", "scatter", "slice_scatter"])
+    torch_kiln.reset_compile_stats()
+    results = opinfo_sweep.sweep(ops, [], max_samples=2, compile_samples=True)
+    for name, record in results.items():
+        assert record["compiled"]["status"] == "pass", (name, record)
+    assert torch_kiln.compile_stats()["graphs"] >= 4
+
+    # An op the graph lowering refuses is a compiled failure, named (the
+    # program cache, which would skip the lowering, is bypassed).
+    from torch_kiln.compile.lowering import graph_lowering, program_cache
+    monkeypatch.setattr(program_cache, "load", lambda key: None)
+    monkeypatch.setattr(program_cache, "store", lambda key, lowered: None)
+    monkeypatch.setattr(graph_lowering, "has_kiln_kernel", lambda op: "scatter" not in str(op))
+    scatter = opinfo_sweep.selected_ops(["scatter"])[0]
+    entry = opinfo_sweep.sweep_dtype(scatter, torch.float32, 1, opinfo_sweep.compiled(scatter))
+    assert entry["status"] == "fail" and "aten.scatter" in entry["detail"], entry
+
+
+def test_markdown_has_a_compiled_column_and_counts_ops_behind_eager():
+    results = {"add": {"float32": {"status": "pass"}, "compiled": {"status": "pass"}},
+               "neg": {"float32": {"status": "pass"}, "compiled": {"status": "fail", "detail": "sample 0: x"}}}
+    text = opinfo_sweep.markdown(results, "python tests/conformance/opinfo_sweep.py --compiled")
+    assert "| op | path | float32 | compiled |" in text
+    assert "1 pass in eager float32 but not compiled (target: 0)" in text

@@ -305,13 +305,16 @@ def summarize(results, models, tasks, modes):
         if not names:
             continue
         for task in tasks:
-            entry = {"models": len(names), "passed": {}}
+            with_task = [name for name in names if task in results[name]["tasks"]]
+            if not with_task:
+                continue
+            entry = {"models": len(with_task), "passed": {}}
             for mode in modes:
-                entry["passed"][mode] = sum(passed(results[name]["tasks"][task][mode]) for name in names)
+                entry["passed"][mode] = sum(passed(results[name]["tasks"][task].get(mode, {})) for name in with_task)
 
             def speedups(mode, baseline):
                 ratios = []
-                for name in names:
+                for name in with_task:
                     records = results[name]["tasks"][task]
                     if mode in records and baseline in records and passed(records[mode]) and \
                             records[baseline].get("step_s") and records[mode].get("step_s"):
@@ -372,13 +375,27 @@ def parent_main(args):
                         detail += f"; numerics: {record['numerics']['worst']}"
                     print(f"{name:<22}{task:<7}{mode:<15}{verdict:<6}{detail}", flush=True)
                 results[name]["tasks"][task] = records
+    recorded_args = vars(args)
+    if args.update:
+        # The models run now replace theirs in an earlier run's JSON (a model
+        # re-run after a fix); the summary is made again over all of them.
+        with open(args.update) as source:
+            earlier = json.load(source)
+        earlier["results"].update(results)
+        results, models = earlier["results"], list(earlier["results"])
+        lines = earlier["header"] + [f"update  : {' '.join(sys.argv)} at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"]
+        recorded_args = earlier["args"]
+        args.json = args.json or args.update
+        tasks = [task for task in TASKS if any(task in entry["tasks"] for entry in results.values())]
+        modes = [mode for mode in MODES if any(mode in records for entry in results.values()
+                                               for records in entry["tasks"].values())]
     summary = summarize(results, models, tasks, modes)
     for key, entry in summary.items():
         rates = ", ".join(f"{mode} {count}/{entry['models']}" for mode, count in entry["passed"].items())
         print(f"{key}: passed {rates}")
     if args.json:
         with open(args.json, "w") as output:
-            json.dump({"header": lines, "args": vars(args), "results": results, "summary": summary}, output,
+            json.dump({"header": lines, "args": recorded_args, "results": results, "summary": summary}, output,
                       indent=1)
     failures = sum(not passed(records[mode]) for entry in results.values() for records in entry["tasks"].values()
                    for mode in records)
@@ -397,6 +414,8 @@ def main():
     parser.add_argument("--cache-dir", help="kernel and Inductor caches under this folder (default: the user's)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every mode of every model passed")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--update", help="an earlier run's JSON: the models run now replace theirs there, and "
+                                         "the whole is written back (to --json, or to this file)")
     for name in ("model", "mode", "task", "numerics", "record"):
         parser.add_argument(f"--child-{name}", help=argparse.SUPPRESS)
     args = parser.parse_args()

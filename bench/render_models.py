@@ -159,6 +159,8 @@ def render(data, output):
              "host memory; the CPU copy of the weights that `.to(\"kiln\")` frees may stay resident, so kiln's figure "
              "can read high by up to the model's size).", ""]
     lines += stamp("suite", header)
+    if "update" in header:
+        lines.append(f"- models re-run since, their rows replaced: `{header['update']}`")
     lines += ["", f"Models: {len(results)}; tasks: {', '.join(tasks)}; modes run: "
                   f"{', '.join(sorted({m for e in results.values() for r in e['tasks'].values() for m in r}))}"
                   + ("" if timed else "; **correctness only** (no timed steps in this run: `--steps 0`)"), "",

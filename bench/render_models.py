@@ -9,16 +9,12 @@ import json
 import math
 import os
 
+from bench_suite import passed  # standard library only at import, as this script
 from render_performance import parse_header, stamp
 
 MODES = ("cpu_eager", "inductor", "kiln_eager", "kiln_compiled")
 LABELS = {"cpu_eager": "CPU eager", "inductor": "Inductor", "kiln_eager": "kiln eager",
           "kiln_compiled": "kiln compiled"}
-
-
-def passed(record):
-    return (record.get("status") == "ran" and not record.get("fallback_ops")
-            and (record.get("numerics") is None or record["numerics"]["failed"] == 0))
 
 
 def verdict(record):

@@ -239,8 +239,7 @@ def select(text):
         elif item in SUITES:
             found = [name for name, (suite, _) in MODELS.items() if suite == item]
         else:
-            build_check = MODELS.get(item)
-            if build_check is None:
+            if item not in MODELS:
                 raise KeyError(f"unknown model or suite {item!r}; suites: {', '.join(SUITES)}, "
                                f"models: {', '.join(MODELS)}")
             found = [item]

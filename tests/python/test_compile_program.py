@@ -85,6 +85,20 @@ def test_a_factory_result_returned_to_the_caller_is_made_afresh(fresh_compile_st
     assert positions.cpu().tolist() == [0, 1, 2, 3]
 
 
+def test_a_reduction_of_values_the_kernel_makes_itself(fresh_compile_state):
+    # masked.var without a mask: the count is a sum over a `full`, a fused
+    # reduction with no input to take its shape from (it crashed the process).
+    def variance_by_count(x):
+        count = torch.full(x.shape, 1, dtype=torch.int64, device=x.device).sum(dim=(0, 1, 2), keepdim=True)
+        ones = torch.ones(x.shape[0], 7, device=x.device).sum(dim=1)
+        return ((x - x.sum(dim=(0, 1, 2), keepdim=True) / count) ** 2).sum() / (count - 1), count, ones
+
+    x = torch.randn(5, 4, 3, generator=torch.Generator().manual_seed(0))
+    results = torch.compile(variance_by_count, backend="kiln", dynamic=False)(x.to("kiln"))
+    for result, expected in zip(results, variance_by_count(x)):
+        torch.testing.assert_close(result.cpu(), expected)
+
+
 def pooled_and_transposed(x, channel):
     """A 2x2 max over stride-2 views and a transposed read: fused kernels whose
     rows are short and strided, specialised to the program's fixed shapes."""

@@ -1,5 +1,7 @@
 #include "kiln/aten/program/fused_launch.h"
 
+#include <ATen/ops/zeros.h>
+
 #include "kiln/aten/compiled/launch/elementwise.h"
 #include "kiln/aten/compiled/launch/reduction.h"
 
@@ -105,7 +107,16 @@ void launch_fused_reduction(const compiler::FusedKernel& kernel, std::string_vie
   spec.epilogue = [&](compiled::ReductionContext& context) {
     return pick(replay(context.builder, kernel.epilogue, {}), kernel.results);
   };
-  compiled::launch_reduction(kFusedReductionName, op_key, inputs, keepdim_outputs, reduced, {}, spec);
+  if (!inputs.empty()) {
+    compiled::launch_reduction(kFusedReductionName, op_key, inputs, keepdim_outputs, reduced, {}, spec);
+    return;
+  }
+  // A reduction of values the kernel makes itself (a sum over a `full`): the
+  // launch takes its iteration shape from the first input, so one element,
+  // broadcast over that shape and never read by the expression, stands in.
+  const at::Tensor shape_carrier =
+      at::zeros({}, outputs.front().options()).expand(kernel.iteration_sizes);
+  compiled::launch_reduction(kFusedReductionName, op_key, {shape_carrier}, keepdim_outputs, reduced, {}, spec);
 }
 
 void launch_fused_row(const compiler::FusedKernel& kernel, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,

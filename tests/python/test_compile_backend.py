@@ -249,3 +249,36 @@ def test_a_graph_from_other_source_lines_gets_its_own_program_cache_key():
     assert program_cache.graph_key(gm, "error") == key
     node.meta["stack_trace"] = '  File "/tmp/copy/model.py", line 7, in forward\n    return (x * 2).relu()\n'
     assert program_cache.graph_key(gm, "error") != key
+
+
+def test_a_compiled_function_may_save_and_restore_the_generator_state(fresh_compile_state):
+    # torch.testing's freeze_rng_state, around every random OpInfo sample:
+    # Dynamo breaks the graph at torch.kiln's state functions and calls them
+    # (tracing into them failed the compile).
+    from torch.testing._utils import freeze_rng_state
+
+    def seeded_noise(x):
+        with freeze_rng_state():
+            torch.manual_seed(7)
+            return x + torch.rand(x.shape, device=x.device), x.sum().item()
+
+    x = torch.zeros(6, device="kiln")
+    torch.manual_seed(3)
+    compiled = torch.compile(seeded_noise, backend="kiln", dynamic=False)
+    (first, total), (second, _) = compiled(x), compiled(x)
+    after = torch.rand(6, device="kiln")  # the state freeze_rng_state restored
+    torch.manual_seed(3)
+    torch.testing.assert_close(after.cpu(), torch.rand(6, device="kiln").cpu())
+    torch.testing.assert_close(second.cpu(), first.cpu())
+    assert total == 0
+
+
+def test_seeding_kiln_does_not_import_dynamo():
+    result = run_python("""
+        import sys, torch, torch_kiln
+        torch.manual_seed(0)
+        torch.kiln.set_rng_state(torch.kiln.get_rng_state())
+        print("torch._dynamo" in sys.modules)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "False"

@@ -21,12 +21,12 @@ pytestmark = pytest.mark.usefixtures("fresh_compile_state")
 @pytest.mark.parametrize("op", [aten.lift_fresh_copy.default, aten.scatter.value, aten.scatter_.value,
                                 aten.slice_scatter.default, aten.select_scatter.default,
                                 aten.as_strided_scatter.default, aten.diagonal_scatter.default,
-                                aten.bernoulli.p, aten.index_add.default])
+                                aten.bernoulli.p, aten.index_add.default, aten.narrow_copy.default])
 def test_composites_of_kiln_ops_are_lowered(op):
     assert has_kiln_kernel(op)
 
 
-@pytest.mark.parametrize("op", [aten.gcd.default, aten.gcd_.default, aten.narrow_copy.default])
+@pytest.mark.parametrize("op", [aten.gcd.default, aten.gcd_.default])
 def test_structured_ops_without_a_kiln_out_kernel_are_not(op):
     # Their composite calls an out= kernel that only the CPU has: on kiln it
     # would run through the CPU fallback.
@@ -140,3 +140,25 @@ def test_bernoulli_p_in_a_compiled_training_graph():
     scale = torch.where(rows, torch.tensor(1 / 0.75), torch.tensor(0.0))
     torch.testing.assert_close(result.detach().cpu(), x.detach().cpu() * scale[:, None])
     torch.testing.assert_close(x.grad.cpu(), scale[:, None].expand(4096, 3).contiguous())
+
+
+def test_narrow_copy_is_a_narrow_and_a_clone():
+    x = torch.arange(24.0).reshape(4, 6)
+    compiled = torch.compile(lambda t: torch.narrow_copy(t, 1, 2, 3) * 2, backend="kiln", dynamic=False)
+    torch_kiln.clear_op_tracking()
+    torch.testing.assert_close(compiled(x.to("kiln")).cpu(), torch.narrow_copy(x, 1, 2, 3) * 2)
+    assert not torch_kiln.get_fallback_ops()
+
+
+def test_linalg_error_checks_run_in_the_graph_and_raise_as_on_the_cpu():
+    # linalg.inv's check of its info result is an effectful op: AOTAutograd
+    # wraps it in with_effects and threads a token through the graph
+    # (compile/passes/effects.py).
+    def inverse_twice(a):
+        return torch.linalg.inv(a) * 2
+
+    compiled = torch.compile(inverse_twice, backend="kiln", dynamic=False)
+    a = torch.randn(4, 4, generator=torch.Generator().manual_seed(0)) + 4 * torch.eye(4)
+    torch.testing.assert_close(compiled(a.to("kiln")).cpu(), inverse_twice(a))
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        compiled(torch.zeros(4, 4, device="kiln"))

@@ -168,6 +168,38 @@ def test_compiled_batch_norm_matches_eager_and_updates_running_stats(training):
         torch.testing.assert_close(kiln_norm.state_dict()[name].cpu(), tensor, msg=name)
 
 
+@pytest.mark.parametrize("op", ["native_batch_norm", "_native_batch_norm_legit",
+                                "_native_batch_norm_legit_no_training"])
+def test_compiled_batch_norm_in_evaluation_saves_empty_statistics_as_aten(op):
+    generator = torch.Generator().manual_seed(0)
+    x, weight, bias = (torch.randn(shape, generator=generator) for shape in ((3, 2, 4), (2,), (2,)))
+    mean, variance = torch.zeros(2), torch.rand(2, generator=generator) + 0.5
+    arguments = (x, weight, bias, mean, variance) + ((False,) if op != "_native_batch_norm_legit_no_training" else ())
+    function = getattr(torch.ops.aten, op)
+    expected = function(*arguments, 0.1, 1e-5)
+    compiled = torch.compile(lambda *a: function(*a, 0.1, 1e-5), backend="kiln", dynamic=False)
+    actual = compiled(*(a.to("kiln") if torch.is_tensor(a) else a for a in arguments))
+    assert [tuple(t.shape) for t in actual] == [tuple(x.shape), (0,), (0,)]
+    torch.testing.assert_close([t.cpu() for t in actual], list(expected))
+
+
+def test_compiled_frozen_batch_norm_backward_matches_the_cpu():
+    # A model in eval mode that still trains (frozen statistics): the
+    # backward reads the running statistics, not the empty saved ones.
+    torch.manual_seed(0)
+    cpu_model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()
+    with torch.no_grad():
+        cpu_model[1].running_var.uniform_(0.5, 2)
+    kiln_model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()
+    kiln_model.load_state_dict(cpu_model.state_dict())
+    kiln_model.to("kiln")
+    x = torch.randn(2, 3, 8, 8)
+    cpu_model(x).square().sum().backward()
+    torch.compile(kiln_model, backend="kiln")(x.to("kiln")).square().sum().backward()
+    for (name, expected), actual in zip(cpu_model.named_parameters(), kiln_model.parameters()):
+        torch.testing.assert_close(actual.grad.cpu(), expected.grad, msg=name)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("operation", ["softmax", "log_softmax", "layer_norm"])
 @pytest.mark.parametrize("dim", [-1, 1])

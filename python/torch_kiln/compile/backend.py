@@ -35,6 +35,7 @@ from .lowering import program_cache
 from .lowering.graph_lowering import UnsupportedOperatorError, lower_graph
 from .passes.channels_last import convolutions_to_channels_last
 from .passes.decompositions import decompositions
+from .passes.effects import unwrap_effects
 from .passes.inference_folding import fold_for_inference
 from .passes.small_products import expand_small_products
 from .runtime import statistics
@@ -107,6 +108,7 @@ def _dump(kind, gm, program, graph_index):
 
 def _compile_graph(kind, options, graph, gm, example_inputs):
     start = time.perf_counter()
+    unwrap_effects(gm)
     if kind == "inference":
         expand_small_products(gm)  # before the key and the dump: they see the graph lowered
     key = program_cache.graph_key(gm, options["fallback"], kind)

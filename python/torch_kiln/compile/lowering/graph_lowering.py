@@ -13,6 +13,7 @@ import operator
 import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 
+from ..passes.effects import EFFECTFUL
 from .fragments import ir_dtype
 from .pointwise import lower_pointwise
 from .reductions import lower_reduction
@@ -69,6 +70,9 @@ def _out_overload(op):
     return None
 
 
+_COMPOSITES_BESIDE_A_CPU_OUT_KERNEL = {"aten::narrow_copy"}
+
+
 def has_kiln_kernel(op):
     """True when `op` runs on kiln without the CPU fallback: Kiln registers
     it, or a composite kernel breaks it into ops that reach the device.
@@ -79,8 +83,13 @@ def has_kiln_kernel(op):
     Kiln must register that overload. Any other's is written in other ops
     (lift_fresh_copy is a clone; slice_scatter and as_strided_scatter clone,
     take a view and copy_ into it; bernoulli.p fills with bernoulli_), and
-    its out= overload, if any, is a composite too."""
+    its out= overload, if any, is a composite too. narrow_copy's is a
+    narrow and a clone although its out= overload has only a CPU kernel:
+    nothing in the dispatcher tells it from a structured op, so it is named
+    (the compiled OpInfo sweep found it; eager kiln runs it natively)."""
     name = op.name()
+    if name in _COMPOSITES_BESIDE_A_CPU_OUT_KERNEL:
+        return True
     if any(_has_kernel(name, key) for key in
            ("PrivateUse1", "CompositeExplicitAutograd", "CompositeImplicitAutograd")):
         return True
@@ -330,7 +339,8 @@ class _Lowering:
             "inputs": list(dict.fromkeys(inputs)), "outputs": [value for _, _, value in results],
             "arguments": positional, "tensor_arguments": tensor_arguments, "results": results,
             "aliases_input": any(ret.alias_info is not None for ret in schema.returns),
-            "has_side_effects": schema.is_mutable, "source_line": source_line(node),
+            "has_side_effects": schema.is_mutable or bool(node.meta.get(EFFECTFUL)),
+            "source_line": source_line(node),
             "static_view": self.static_view(node, schema, inputs, results)})
 
     def store_into_input_hint(self, node, arguments):

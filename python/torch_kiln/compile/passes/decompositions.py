@@ -136,10 +136,38 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
     return best.contiguous(), index.contiguous()
 
 
+# Batch norms that may run in evaluation mode, with the position of their
+# `training` argument (None: always evaluation).
+_BATCH_NORMS = {
+    aten.native_batch_norm.default: 5,
+    aten._native_batch_norm_legit.default: 5,
+    aten._native_batch_norm_legit_functional.default: 5,  # what functionalization makes of the one above
+    aten._native_batch_norm_legit_no_training.default: None,
+}
+
+
+def _with_empty_evaluation_statistics(decomposition, training_position):
+    """PyTorch's batch norm decomposition, whose saved mean and inverse
+    standard deviation in evaluation mode are empty, as ATen's kernels return
+    them (the backward then reads the running statistics). The decomposition
+    computes per-channel ones, which nothing reads."""
+    def batch_norm(input, *args, **kwargs):
+        results = decomposition(input, *args, **kwargs)
+        if training_position is not None:
+            training = (args[training_position - 1] if len(args) >= training_position
+                        else kwargs["training"])
+            if training:
+                return results
+        return (results[0], input.new_empty((0,)), input.new_empty((0,)), *results[3:])
+    return batch_norm
+
+
 @functools.lru_cache(maxsize=None)
 def _table():
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_FROM_PYTORCH))
+    for op, training_position in _BATCH_NORMS.items():
+        table[op] = _with_empty_evaluation_statistics(table[op], training_position)
     table[aten.max_pool2d_with_indices.default] = max_pool2d_with_indices
     table[aten.var_mean.correction] = var_mean
     table[aten._safe_softmax.default] = safe_softmax

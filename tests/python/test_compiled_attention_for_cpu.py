@@ -86,3 +86,15 @@ def test_sdpa_training_step_stays_on_device():
         return out, q.grad, k.grad, v.grad
 
     compiled_only(lambda: check(step, query, key, value, tolerance=(1e-5, 1e-5)))
+
+
+def test_compiled_flash_attention_returns_the_log_sum_exp():
+    # PyTorch's decomposition returns the attention weights in its place;
+    # the compiled graph calls Kiln's kernel instead.
+    generator = torch.Generator().manual_seed(0)
+    query, key, value = (torch.randn(2, 3, 4, 8, generator=generator) for _ in range(3))
+    compiled = torch.compile(lambda q, k, v: flash(q, k, v, is_causal=True), backend="kiln", dynamic=False)
+    output, logsumexp = compiled(*(t.to("kiln") for t in (query, key, value)))
+    expected_output, expected_logsumexp = flash(query, key, value, is_causal=True)
+    torch.testing.assert_close(output.cpu(), expected_output)
+    torch.testing.assert_close(logsumexp.cpu(), expected_logsumexp)

@@ -201,3 +201,44 @@ def test_equality(dtype):
         compiled_only(lambda: check(op, x, torch.tensor([1.0, 2.0, 0.0, 1.0]), message="real tensor"))
         compiled_only(lambda: check(op, x, x.conj(), message="conj view"))
         check(lambda a, b: op(a, b, out=torch.empty(0, device=a.device)), x, x.conj(), message="out=float")
+
+
+def test_copy_of_a_conjugated_view_under_a_python_dispatch_mode():
+    # AOTAutograd runs a compiled graph's first call under a dispatch mode;
+    # the copy then reached Kiln's _copy_from with the conj bit still set.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    values = torch.randn(5, 3, 6, dtype=torch.complex64).transpose(1, 2)
+    on_kiln = values.to("kiln")
+    with Passthrough():
+        cloned, negated = on_kiln.conj().clone(), torch._neg_view(on_kiln).clone()
+    torch.testing.assert_close(cloned.cpu(), values.conj().resolve_conj())
+    torch.testing.assert_close(negated.cpu(), -values)
+
+
+def test_compiled_clone_of_a_conjugate_is_resolved_on_the_first_call():
+    def conjugated(values):
+        return torch.ops.aten._conj(values).clone() * 2
+
+    values = torch.randn(5, 3, 6, dtype=torch.complex64).transpose(1, 2)
+    compiled = torch.compile(conjugated, backend="kiln", dynamic=False)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(values.to("kiln")).cpu(), conjugated(values))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_compiled_complex_arithmetic_with_python_numbers(dtype):
+    # Complex ops are extern calls; a Python number where mul's schema takes
+    # a tensor is passed as a wrapped number, as ATen's argument parser does.
+    def arithmetic(values):
+        return (values * 2 + 1j) / 3 - 1.5
+
+    values = torch.randn(4, 3, dtype=dtype)
+    compiled = torch.compile(arithmetic, backend="kiln", dynamic=False)
+    result = compiled(values.to("kiln"))
+    assert result.dtype == dtype
+    torch.testing.assert_close(result.cpu(), arithmetic(values))

@@ -7,6 +7,7 @@
 #undef TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "kiln/python/program_bindings.h"
 
+#include <ATen/ScalarOps.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -18,6 +19,33 @@ namespace kiln::torch_integration {
 namespace {
 
 namespace py = pybind11;
+
+// A Python number where the schema takes a tensor (`x * 2` in a graph whose
+// mul Kiln calls): ATen's argument parser makes it a wrapped-number tensor,
+// a CPU scalar that type promotion treats as a Python number.
+bool is_number_for_a_tensor(const py::handle& value, const c10::TypePtr& type) {
+  const bool tensor_type = type->kind() == c10::TypeKind::TensorType ||
+                           (type->kind() == c10::TypeKind::OptionalType &&
+                            type->castRaw<c10::OptionalType>()->getElementType()->kind() == c10::TypeKind::TensorType);
+  return tensor_type && (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
+                         PyComplex_Check(value.ptr()));
+}
+
+at::Tensor wrapped_number(const py::handle& value) {
+  c10::Scalar scalar;
+  if (PyBool_Check(value.ptr())) {
+    scalar = value.cast<bool>();
+  } else if (PyLong_Check(value.ptr())) {
+    scalar = value.cast<int64_t>();
+  } else if (PyFloat_Check(value.ptr())) {
+    scalar = value.cast<double>();
+  } else {
+    scalar = c10::complex<double>(value.cast<std::complex<double>>());
+  }
+  at::Tensor tensor = at::scalar_to_tensor(scalar);
+  tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return tensor;
+}
 using program::ExternCall;
 using program::Program;
 using program::ProgramDescription;
@@ -93,8 +121,14 @@ ExternCall extern_call_from(const py::dict& node) {
     call.tensor_arguments.push_back(std::move(argument));
   }
   for (size_t i = 0; i < arguments.size(); ++i) {
-    call.arguments.push_back(is_tensor[i] ? c10::IValue()
-                                          : torch::jit::toIValue(arguments[i], schema.arguments()[i].type()));
+    const c10::TypePtr& type = schema.arguments()[i].type();
+    if (is_tensor[i]) {
+      call.arguments.emplace_back();
+    } else if (is_number_for_a_tensor(arguments[i], type)) {
+      call.arguments.emplace_back(wrapped_number(arguments[i]));
+    } else {
+      call.arguments.push_back(torch::jit::toIValue(arguments[i], type));
+    }
   }
   call.choose_direct();
   if (!node["static_view"].is_none()) {

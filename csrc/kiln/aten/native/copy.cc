@@ -128,6 +128,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& destination, bool
   TORCH_CHECK(is_kiln(destination) || destination.device().is_cpu(), "kiln: cannot copy from ",
               self.device(), " to ", destination.device(), "; move the tensor to the CPU first");
   if (destination.numel() == 0) return destination;
+  // Normally the Conjugate and Negative keys' kernels below resolve such a
+  // source first; a Python dispatch mode (AOTAutograd runs a compiled graph's
+  // first call under one) can bring it here with the bit still set.
+  if ((self.is_conj() || self.is_neg()) && !destination.is_conj() && !destination.is_neg()) {
+    return copy_from_resolving_views(self, destination, non_blocking);
+  }
   if (is_kiln(self) && is_kiln(destination)) {
     copy_within_device(self, destination);
   } else {

@@ -274,7 +274,8 @@ class _Lowering:
         """A view, expand or alias whose result has its input's layout (the
         decompositions leave `expand(x, x.shape)` before batched products),
         or a copy to the same dtype and layout (batch norm's `_to_copy` of
-        float32 statistics to float32): the program reads the input itself,
+        float32 statistics to float32), but not a copy that resolves a
+        conjugate or negative view: the program reads the input itself,
         as Inductor's remove_noop_ops does. As an extern call, such a view
         would also end the kernel that computes its input, which then could
         not fuse into the copy after the view."""
@@ -297,7 +298,8 @@ class _Lowering:
                 return False
         return (base.shape == result.shape and base.stride() == result.stride()
                 and base.storage_offset() == result.storage_offset() and base.dtype == result.dtype
-                and base.device == result.device and base.layout == result.layout)
+                and base.device == result.device and base.layout == result.layout
+                and base.is_conj() == result.is_conj() and base.is_neg() == result.is_neg())
 
     def lower_extern(self, node, arguments):
         op = node.target
@@ -315,7 +317,9 @@ class _Lowering:
         for position, argument in enumerate(schema.arguments):
             value = arguments[argument.name]
             type_text = str(argument.type)
-            if type_text in ("Tensor", "Optional[Tensor]"):
+            if type_text in ("Tensor", "Optional[Tensor]") and isinstance(value, (bool, int, float, complex)):
+                positional.append(value)  # a Python number where ATen takes a tensor (`x * 2`): wrapped
+            elif type_text in ("Tensor", "Optional[Tensor]"):
                 if value is not None:
                     inputs.append(self.value(value))
                 tensor_arguments.append((position, "single", [None if value is None else self.value(value)]))
@@ -385,6 +389,8 @@ class _Lowering:
         base_meta, view_meta = base.meta["val"], node.meta["val"]
         if base_meta.dtype != view_meta.dtype or base_meta.device != view_meta.device:
             return None
+        if (base_meta.is_conj(), base_meta.is_neg()) != (view_meta.is_conj(), view_meta.is_neg()):
+            return None  # _conj, _neg_view: a view with a bit that a layout does not carry
         return (self._layout(base_meta), self._layout(view_meta))
 
     def extern_results(self, node, schema):

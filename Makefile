@@ -54,7 +54,7 @@ performance:
 
 operators: setup
 	$(PYTHON) tests/conformance/opinfo_sweep.py --dtypes float32,float16,bfloat16,int64,bool \
-		--samples 4 --grad --markdown docs/reference/operators.md --json $(BUILD)/operators.json
+		--samples 4 --grad --compiled --markdown docs/reference/operators.md --json $(BUILD)/operators.json
 
 SUITE_MODELS ?= all
 

@@ -11,8 +11,10 @@ no_grad. Each step ends with the device idle.
 
 For every (model, task, mode) the runner records: whether it ran (or the
 first line of its error), the ops that fell back to the CPU, the first step's
-time (compilation included), the median of --steps timed steps after
---warmup more, and the peak resident memory over the process's resident
+time (compilation included), the median of the timed steps (at least
+--steps, and as many more as fit in --seconds, after at least --warmup
+untimed ones and a quarter of --seconds: a 1 ms step is timed hundreds of
+times, so its median does not move with one slow step), and the peak resident memory over the process's resident
 memory once the model was built on the CPU (kiln's memory is host memory, so
 all four modes are measured the same way; the CPU copy of the weights that
 .to("kiln") frees may stay resident, so kiln's figures can read high by up to
@@ -34,7 +36,7 @@ Dropout and stochastic depth are off so that every mode computes the same
 function.
 
     python bench/bench_suite.py [--models all|ci|<suite>|<model>,...] [--tasks train,infer]
-        [--modes cpu_eager,inductor,kiln_eager,kiln_compiled] [--warmup 2] [--steps 5]
+        [--modes cpu_eager,inductor,kiln_eager,kiln_compiled] [--warmup 2] [--steps 5] [--seconds 1]
         [--timeout 900] [--json bench/results/suite.json]
 
 bench/render_models.py turns the JSON into docs/models.md.
@@ -56,6 +58,7 @@ FLOAT64 = "_float64"  # a mode's name with this suffix: that mode in float64, nu
 FLOAT64_MULTIPLIER = 3.0
 GRADIENT_TOLERANCE = 1e-3  # relative error of the whole gradient that always passes
 TASKS = ("train", "infer")
+MAX_STEPS = 1000  # timed (and untimed warm-up) steps at most, however short
 
 
 # ------------------------------------------------------------ one process
@@ -81,7 +84,7 @@ def _to(value, device):
     return value.to(device) if hasattr(value, "to") else value
 
 
-def run_child(name, mode, task, warmup, steps, numerics_path):
+def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
     """Runs one (model, task, mode); returns its record and saves the first
     step's loss, outputs and gradients (CPU tensors) to numerics_path."""
     import torch
@@ -137,13 +140,20 @@ def run_child(name, mode, task, warmup, steps, numerics_path):
                          for parameter, value in model.named_parameters() if value.grad is not None})
     torch.save(numerics, numerics_path)
     del output, loss
-    for _ in range(warmup):
-        step()
     times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
+    if steps:
+        # At least `warmup` untimed steps and a quarter of `seconds`; then at
+        # least `steps` timed ones and `seconds` in all: a 1 ms inference step
+        # is timed hundreds of times, a training step of a large model 5.
+        warm_until = time.perf_counter() + seconds / 4
+        done = 0
+        while done < warmup or (time.perf_counter() < warm_until and done < MAX_STEPS):
+            step()
+            done += 1
+        while len(times) < steps or (sum(times) < seconds and len(times) < MAX_STEPS):
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
     peak_kib = _status_kib("VmHWM")
     return {"status": "ran", "first_step_s": first_step, "step_s": statistics.median(times) if times else None,
             "peak_memory_mb": max(peak_kib - base_kib, 0) / 1024,
@@ -157,7 +167,7 @@ def child_main(args):
         import torch
         torch.set_num_threads(args.threads)
     try:
-        record = run_child(args.child_model, args.child_mode, args.child_task, args.warmup, args.steps,
+        record = run_child(args.child_model, args.child_mode, args.child_task, args.warmup, args.steps, args.seconds,
                            args.child_numerics)
     except Exception as error:  # the record says what failed; the parent goes on to the next
         lines = [line for line in str(error).strip().splitlines() if line.strip()]
@@ -176,7 +186,7 @@ def run_process(name, mode, task, args, directory):
                "--threads", str(args.threads)]
     # The float64 reference gives its first step's numerics only.
     command += ["--warmup", "0", "--steps", "0"] if mode.endswith(FLOAT64) else [
-        "--warmup", str(args.warmup), "--steps", str(args.steps)]
+        "--warmup", str(args.warmup), "--steps", str(args.steps), "--seconds", str(args.seconds)]
     env = dict(os.environ, KILN_FALLBACK="silent")
     if args.cache_dir:
         env.setdefault("KILN_CACHE_DIR", os.path.join(args.cache_dir, "kiln"))
@@ -412,7 +422,9 @@ def main():
     parser.add_argument("--tasks", default="train,infer")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps after the first")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps (0: correctness only)")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps, at least (0: correctness only)")
+    parser.add_argument("--seconds", type=float, default=1.0,
+                        help="time steps until they add up to this many seconds (at most %d steps)" % MAX_STEPS)
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads in every mode (0: default)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per process")
     parser.add_argument("--cache-dir", help="kernel and Inductor caches under this folder (default: the user's)")

@@ -15,10 +15,11 @@ time (compilation included), the median of the timed steps (at least
 --steps, and as many more as fit in --seconds, after at least --warmup
 untimed ones and a quarter of --seconds: a 1 ms step is timed hundreds of
 times, so its median does not move with one slow step), and the peak resident memory over the process's resident
-memory once the model was built on the CPU (kiln's memory is host memory, so
-all four modes are measured the same way; the CPU copy of the weights that
-.to("kiln") frees may stay resident, so kiln's figures can read high by up to
-the model's size). The first step's loss, outputs and gradients are compared with
+memory once the model and its inputs are on their device (kiln's memory is host
+memory, so all four modes are measured the same way: what the steps need
+beyond the model itself, activations, gradients, optimizer state, workspaces
+and caches; the CPU copy of the weights that .to("kiln") frees is handed back
+to the system first). The first step's loss, outputs and gradients are compared with
 cpu_eager's and with a float64 run of the CPU (cpu_float64, a process of
 its own), as PyTorch's dashboard judges accuracy (torch._dynamo.utils.same
 with fp64_ref): loss and outputs pass within kiln-eval's tolerances
@@ -42,6 +43,8 @@ function.
 bench/render_models.py turns the JSON into docs/models.md.
 """
 import argparse
+import ctypes
+import gc
 import json
 import math
 import os
@@ -72,6 +75,16 @@ def _status_kib(field):
     raise KeyError(field)
 
 
+def _release_freed_memory():
+    """Hands the memory freed so far back to the system (glibc's malloc_trim),
+    so that resident memory counts only what is in use."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the figure may read high
+        pass
+
+
 def _reset_peak_resident():
     """Starts VmHWM (the peak resident memory) again from the current
     resident memory (Linux 4.0 and later), so that the peak measured is the
@@ -96,8 +109,6 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
     if kiln:
         import torch_kiln
     workload = suite_models.build(name)
-    _reset_peak_resident()
-    base_kib = _status_kib("VmRSS")
     device = "kiln" if kiln else "cpu"
     model = workload.model.to(device).train(task == "train")
     inputs = {key: _to(value, device) for key, value in workload.inputs.items()}
@@ -105,6 +116,9 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
         model = model.double()
         inputs = {key: value.double() if torch.is_tensor(value) and value.is_floating_point() else value
                   for key, value in inputs.items()}
+    _release_freed_memory()  # the CPU copy of the weights that .to("kiln") freed
+    _reset_peak_resident()
+    base_kib = _status_kib("VmRSS")
     runner = model
     if mode == "inductor":
         runner = torch.compile(model, dynamic=False)

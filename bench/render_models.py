@@ -149,11 +149,11 @@ def render(data, output):
              "of the CPU than 3x CPU eager's own distance from it (root mean square; as PyTorch's dashboard judges "
              "accuracy), the gradients taken as one vector. *pass (float64)*: the float32 gradients missed, and the "
              "same mode run in float64 matched the CPU's float64 run tensor by tensor (a ReLU input a rounding error "
-             "from 0 flips on one side and not the other; a wrong kernel would still show in float64). Speed is the median step time after warm-up; ratios above 1.0x mean kiln is faster. The "
-             "first step includes compilation. Peak memory is the process's peak resident memory over its "
-             "resident memory once the model was built on the CPU, the same measure for every mode (kiln's memory is "
-             "host memory; the CPU copy of the weights that `.to(\"kiln\")` frees may stay resident, so kiln's figure "
-             "can read high by up to the model's size).", ""]
+             "from 0 flips on one side and not the other; a wrong kernel would still show in float64). Speed is the median step time after warm-up (at least 5 steps and 1 s of them); ratios "
+             "above 1.0x mean kiln is faster. The first step includes compilation. Peak memory is the process's peak "
+             "resident memory over its resident memory once the model and inputs are on their device, the same "
+             "measure for every mode (kiln's memory is host memory): what the steps need beyond the model. The CPU "
+             "copy of the weights that `.to(\"kiln\")` frees is handed back to the system first.", ""]
     lines += stamp("suite", header)
     if "update" in header:
         lines.append(f"- models re-run since, their rows replaced: `{header['update']}`")

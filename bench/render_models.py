@@ -69,6 +69,90 @@ def summary_table(summary):
     return lines
 
 
+def _records(results, task):
+    for name, entry in results.items():
+        records = entry["tasks"].get(task)
+        if records:
+            yield name, records
+
+
+def _misses(results, task, check):
+    """'model (detail)' for each model of `task` where check(records) gives a detail."""
+    found = []
+    for name, records in _records(results, task):
+        detail = check(records)
+        if detail:
+            found.append(f"`{name}` {detail}")
+    return found
+
+
+def _target_line(label, misses, total):
+    if not misses:
+        return f"- {label}: **met** on all {total}."
+    return f"- {label}: missed on {len(misses)} of {total}: " + ", ".join(misses) + "."
+
+
+def targets(results, summary, tasks, timed):
+    """The issue's targets, each met or with the models that miss it."""
+    lines = ["## Targets", ""]
+    for key, entry in summary.items():
+        missed = [f"{LABELS[mode]} {entry['passed'].get(mode, 0)}/{entry['models']}"
+                  for mode in ("kiln_eager", "kiln_compiled") if entry["passed"].get(mode, 0) < entry["models"]]
+        if missed:
+            lines.append(f"- {key}: pass rate below 100%: {', '.join(missed)}.")
+        if timed:
+            for pair, floor in (("kiln_compiled_over_inductor", 1.1), ("kiln_eager_over_cpu_eager", 1.0)):
+                value = (entry.get(pair) or {}).get("geomean")
+                if value is not None and value < floor:
+                    lines.append(f"- {key}: {pair.replace('_over_', ' / ').replace('_', ' ')} {value:.2f}x, "
+                                 f"below the {floor:.1f}x target.")
+    if len(lines) == 2:
+        lines.append("- Per suite: 100% pass in kiln eager and kiln compiled"
+                     + (", kiln compiled >= 1.1x Inductor and kiln eager >= 1.0x CPU eager: **met**."
+                        if timed else ": **met**."))
+    else:
+        lines.append("- Every other suite and task meets the pass-rate"
+                     + (" and speed targets." if timed else " target."))
+    if not timed:
+        return lines + [""]
+    for task in tasks:
+        total = sum(1 for _ in _records(results, task))
+
+        def first_step(records):
+            kiln, inductor = records.get("kiln_compiled") or {}, records.get("inductor") or {}
+            if kiln.get("first_step_s") and inductor.get("first_step_s") and \
+                    kiln["first_step_s"] >= inductor["first_step_s"]:
+                return f"({kiln['first_step_s']:.1f} s against {inductor['first_step_s']:.1f} s)"
+            return None
+
+        def memory(mode, baseline, slack):
+            def check(records):
+                top, bottom = records.get(mode) or {}, records.get(baseline) or {}
+                if top.get("peak_memory_mb") and bottom.get("peak_memory_mb") and \
+                        top["peak_memory_mb"] > bottom["peak_memory_mb"] * slack:
+                    return f"({top['peak_memory_mb']:.0f} / {bottom['peak_memory_mb']:.0f} MB)"
+                return None
+            return check
+
+        def slower(mode, baseline, floor):
+            def check(records):
+                value = ratio(records, mode, baseline)
+                return f"({value:.2f}x)" if value is not None and value < floor else None
+            return check
+
+        word = "training" if task == "train" else "inference"
+        lines.append(_target_line(f"{word}, first step of kiln compiled below Inductor's",
+                                  _misses(results, task, first_step), total))
+        lines.append(_target_line(f"{word}, kiln eager's peak memory at most CPU eager's + 10%",
+                                  _misses(results, task, memory("kiln_eager", "cpu_eager", 1.1)), total))
+        lines.append(_target_line(f"{word}, kiln compiled's peak memory at most Inductor's",
+                                  _misses(results, task, memory("kiln_compiled", "inductor", 1.0)), total))
+        lines.append(_target_line(f"{word}, per model (not a target: where the suite geomean comes from), "
+                                  "kiln compiled >= 1.1x Inductor",
+                                  _misses(results, task, slower("kiln_compiled", "inductor", 1.1)), total))
+    return lines + [""]
+
+
 def model_table(results, task):
     lines = [f"| model | suite | {' | '.join(LABELS[m] for m in MODES)} | step (CPU eager) | kiln eager / CPU "
              "eager | kiln compiled / Inductor | first step: Inductor / kiln compiled | peak memory: kiln "
@@ -162,6 +246,7 @@ def render(data, output):
                   + ("" if timed else "; **correctness only** (no timed steps in this run: `--steps 0`)"), "",
               "## Per suite", ""]
     lines += summary_table(summary)
+    lines += [""] + targets(results, summary, tasks, timed)
     for task in tasks:
         lines += ["", f"## {'Training' if task == 'train' else 'Inference'}", ""]
         svg = chart(results, task)

@@ -95,6 +95,24 @@ def test_the_page_renders_pass_rates_speedups_and_a_chart(tmp_path):
     assert "| `resnet18` | torchvision | pass | pass | pass | pass |" in page
     assert "fails: UnsupportedOperatorError: kiln cannot lower aten.gcd.default" in page
     assert "2.00x" in page and (tmp_path / "models_speedup_train.svg").exists()
+    # The targets section names what misses: gpt2 did not compile.
+    assert "- huggingface train: pass rate below 100%: kiln compiled 0/1." in page
+    assert "training, first step of kiln compiled below Inductor's: **met** on all 2." in page
+
+
+def test_the_targets_name_the_models_that_miss():
+    record = {"status": "ran", "fallback_ops": [], "numerics": {"failed": 0, "checks": 2}}
+    records = {"cpu_eager": dict(record, step_s=0.02, first_step_s=0.1, peak_memory_mb=100.0),
+               "inductor": dict(record, step_s=0.01, first_step_s=20.0, peak_memory_mb=100.0),
+               "kiln_eager": dict(record, step_s=0.01, first_step_s=0.5, peak_memory_mb=120.0),
+               "kiln_compiled": dict(record, step_s=0.02, first_step_s=30.0, peak_memory_mb=90.0)}
+    results = {"bert": {"suite": "huggingface", "description": "d", "tasks": {"infer": records}}}
+    summary = bench_suite.summarize(results, list(results), ["infer"], list(bench_suite.MODES))
+    lines = "\n".join(render_models.targets(results, summary, ["infer"], timed=True))
+    assert "huggingface infer: kiln compiled / inductor 0.50x, below the 1.1x target." in lines
+    assert "first step of kiln compiled below Inductor's: missed on 1 of 1: `bert` (30.0 s against 20.0 s)" in lines
+    assert "kiln eager's peak memory at most CPU eager's + 10%: missed on 1 of 1: `bert` (120 / 100 MB)" in lines
+    assert "kiln compiled's peak memory at most Inductor's: **met** on all 1." in lines
 
 
 @pytest.mark.parametrize("text, expected", [("ci", suite_models.CI_MODELS), ("gpt2,resnet18", ["gpt2", "resnet18"])])

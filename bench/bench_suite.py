@@ -14,12 +14,13 @@ first line of its error), the ops that fell back to the CPU, the first step's
 time (compilation included), the median of the timed steps (at least
 --steps, and as many more as fit in --seconds, after at least --warmup
 untimed ones and a quarter of --seconds: a 1 ms step is timed hundreds of
-times, so its median does not move with one slow step), and the peak resident memory over the process's resident
-memory once the model and its inputs are on their device (kiln's memory is host
-memory, so all four modes are measured the same way: what the steps need
-beyond the model itself, activations, gradients, optimizer state, workspaces
-and caches; the CPU copy of the weights that .to("kiln") frees is handed back
-to the system first). The first step's loss, outputs and gradients are compared with
+times, so its median does not move with one slow step), and the peak
+resident memory over the process's resident memory once the model and its
+inputs are on their device (kiln's memory is host memory, so all four modes
+are measured the same way: what the steps need beyond the model itself,
+activations, gradients, optimizer state, workspaces and caches; the CPU copy
+of the weights that .to("kiln") frees is handed back to the system first).
+The first step's loss, outputs and gradients are compared with
 cpu_eager's and with a float64 run of the CPU (cpu_float64, a process of
 its own), as PyTorch's dashboard judges accuracy (torch._dynamo.utils.same
 with fp64_ref): loss and outputs pass within kiln-eval's tolerances

@@ -109,7 +109,7 @@ def test_the_targets_name_the_models_that_miss():
     results = {"bert": {"suite": "huggingface", "description": "d", "tasks": {"infer": records}}}
     summary = bench_suite.summarize(results, list(results), ["infer"], list(bench_suite.MODES))
     lines = "\n".join(render_models.targets(results, summary, ["infer"], timed=True))
-    assert "huggingface infer: kiln compiled / inductor 0.50x, below the 1.1x target." in lines
+    assert "huggingface infer: kiln compiled / Inductor 0.50x, below the 1.1x target." in lines
     assert "first step of kiln compiled below Inductor's: missed on 1 of 1: `bert` (30.0 s against 20.0 s)" in lines
     assert "kiln eager's peak memory at most CPU eager's + 10%: missed on 1 of 1: `bert` (120 / 100 MB)" in lines
     assert "kiln compiled's peak memory at most Inductor's: **met** on all 1." in lines

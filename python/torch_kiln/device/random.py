@@ -17,12 +17,16 @@ from ._device import _lazy_init, _resolved_index
 def _not_traced(function):
     """`function`, which Dynamo calls instead of tracing. torch._dynamo is
     imported only when compiling: an eager program does not pay for it."""
+    disabled = []  # Dynamo's wrapper, made once Dynamo is loaded
+
     @functools.wraps(function)
     def call(*args, **kwargs):
-        dynamo = sys.modules.get("torch._dynamo")
-        if dynamo is None:  # nothing can be compiling
-            return function(*args, **kwargs)
-        return dynamo.disable(function)(*args, **kwargs)
+        if not disabled:
+            dynamo = sys.modules.get("torch._dynamo")
+            if dynamo is None:  # nothing can be compiling
+                return function(*args, **kwargs)
+            disabled.append(dynamo.disable(function))
+        return disabled[0](*args, **kwargs)
     return call
 
 

@@ -20,8 +20,10 @@ eager kernel runs the whole op.
 - Not decomposed: _scaled_dot_product_flash_attention_for_cpu, the attention
   that scaled_dot_product_attention becomes. Kiln's kernel computes it (and its
   backward) in one call, as Inductor calls ATen's; PyTorch's decomposition
-  returns the attention weights in place of the log-sum-exp. GPT-2's compiled
-  training step took 8.1-8.8 ms with the kernel, 9.2-9.8 ms decomposed.
+  returns the attention weights in place of the log-sum-exp. Speed is no
+  reason either way: GPT-2's compiled training step took 8.1-8.8 ms with the
+  kernel and 9.2-9.8 ms decomposed, BERT's 6.3-8.2 against 5.9-9.4 ms, and
+  inference (ALBERT, GPT-2) moved within noise (two processes per variant).
 - _safe_softmax (attention's softmax: a row of only -inf gives zeros, not
   NaN) finds those rows from the softmax's own row maximum, instead of
   PyTorch's second reduction over the whole input (eq, all): one pass over

@@ -34,12 +34,16 @@ kiln-eval's float64 tolerances: a ReLU whose input is a rounding error away
 from 0 flips one way on one device and the other way on another, and only a
 float64 run tells that from a wrong kernel. A mode passes when it ran,
 nothing fell back, and every check passed.
+With --rounds N, each mode that ran is timed again in N - 1 more processes
+(the modes in rotating order) and its step time is the median over the N:
+on a shared machine a whole process can run a third slower than the next,
+which one process per mode cannot tell from a real difference.
 Dropout and stochastic depth are off so that every mode computes the same
 function.
 
     python bench/bench_suite.py [--models all|ci|<suite>|<model>,...] [--tasks train,infer]
         [--modes cpu_eager,inductor,kiln_eager,kiln_compiled] [--warmup 2] [--steps 5] [--seconds 1]
-        [--timeout 900] [--json bench/results/suite.json]
+        [--rounds 1] [--timeout 900] [--json bench/results/suite.json]
 
 bench/render_models.py turns the JSON into docs/models.md.
 """
@@ -193,9 +197,15 @@ def child_main(args):
 
 # ------------------------------------------------------------ the parent
 
-def run_process(name, mode, task, args, directory):
-    numerics_path = os.path.join(directory, f"{name}-{task}-{mode}.pt")
-    record_path = os.path.join(directory, f"{name}-{task}-{mode}.json")
+def run_process(name, mode, task, args, directory, timing_only=False):
+    """Runs one (model, task, mode) in a process of its own; returns its
+    record and the path of its numerics. A timing-only run (a later round)
+    writes its files beside the first run's, not over them."""
+    stem = f"{name}-{task}-{mode}" + ("-timing" if timing_only else "")
+    numerics_path = os.path.join(directory, f"{stem}.pt")
+    record_path = os.path.join(directory, f"{stem}.json")
+    if os.path.exists(record_path):
+        os.remove(record_path)  # an earlier round's: a crash now must not read as its result
     command = [sys.executable, os.path.abspath(__file__), "--child-model", name, "--child-mode", mode,
                "--child-task", task, "--child-numerics", numerics_path, "--child-record", record_path,
                "--threads", str(args.threads)]
@@ -311,6 +321,37 @@ def rerun_in_float64(name, mode, task, args, directory, numerics, exact):
                             f"(relative error {worst['max_rel_error']:.1e})")
 
 
+def time_more_rounds(name, task, records, args, directory):
+    """Times the modes that ran in args.rounds - 1 more rounds of processes,
+    the modes' order rotated each round, and makes each mode's step_s the
+    median over its rounds (step_s_rounds keeps them all). On a shared
+    machine one process may run a third slower than the next for its whole
+    life; a single process per mode then decides a ratio by chance, and the
+    rotation keeps one mode from always following the same neighbour."""
+    timed = [mode for mode, record in records.items() if record.get("step_s")]
+    for mode in timed:
+        records[mode]["step_s_rounds"] = [records[mode]["step_s"]]
+    for round_index in range(1, args.rounds):
+        shift = round_index % len(timed) if timed else 0
+        for mode in timed[shift:] + timed[:shift]:
+            record, _ = run_process(name, mode, task, args, directory, timing_only=True)
+            if record.get("step_s"):
+                records[mode]["step_s_rounds"].append(record["step_s"])
+    for mode in timed:
+        rounds = records[mode]["step_s_rounds"]
+        records[mode]["step_s"] = statistics.median(rounds)
+        print(f"{name:<22}{task:<7}{mode:<15}      step_s over {len(rounds)} rounds: "
+              + ", ".join(f"{value:.3g}" for value in rounds), flush=True)
+
+
+def merge_into_earlier(earlier, results):
+    """Puts the (model, task) records run now into an earlier run's results:
+    a task not run now keeps its earlier records."""
+    for name, entry in results.items():
+        tasks_before = earlier.get(name, {}).get("tasks", {})
+        earlier[name] = dict(entry, tasks=dict(tasks_before, **entry["tasks"]))
+
+
 def passed(record):
     return (record.get("status") == "ran" and not record.get("fallback_ops")
             and (record.get("numerics") is None or record["numerics"]["failed"] == 0))
@@ -403,6 +444,8 @@ def parent_main(args):
                     if record.get("numerics", {}).get("failed"):
                         detail += f"; numerics: {record['numerics']['worst']}"
                     print(f"{name:<22}{task:<7}{mode:<15}{verdict:<6}{detail}", flush=True)
+                if args.rounds > 1 and args.steps:
+                    time_more_rounds(name, task, records, args, directory)
                 results[name]["tasks"][task] = records
     recorded_args = vars(args)
     if args.update:
@@ -410,7 +453,7 @@ def parent_main(args):
         # re-run after a fix); the summary is made again over all of them.
         with open(args.update) as source:
             earlier = json.load(source)
-        earlier["results"].update(results)
+        merge_into_earlier(earlier["results"], results)
         results, models = earlier["results"], list(earlier["results"])
         lines = earlier["header"] + [f"update  : {' '.join(sys.argv)} at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"]
         recorded_args = earlier["args"]
@@ -440,6 +483,8 @@ def main():
     parser.add_argument("--steps", type=int, default=5, help="timed steps, at least (0: correctness only)")
     parser.add_argument("--seconds", type=float, default=1.0,
                         help="time steps until they add up to this many seconds (at most %d steps)" % MAX_STEPS)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each mode in this many processes, in rotating order; step_s is their median")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads in every mode (0: default)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per process")
     parser.add_argument("--cache-dir", help="kernel and Inductor caches under this folder (default: the user's)")

@@ -211,6 +211,24 @@ def chart(results, task):
     return "\n".join(parts) + "\n"
 
 
+def rounds_line(results):
+    """A line on the (model, task) rows whose modes were timed in several
+    processes (bench_suite.py --rounds), or nothing."""
+    rows = {(name, task): max(len(record.get("step_s_rounds", [])) for record in records.values())
+            for name, entry in results.items() for task, records in entry["tasks"].items() if records}
+    rounded = {key: count for key, count in rows.items() if count > 1}
+    if not rounded:
+        return []
+    by_task = {}
+    for (_, task), count in rounded.items():
+        by_task.setdefault(task, set()).add(count)
+    described = "; ".join(f"{sum(1 for key in rounded if key[1] == task)} {task} rows in "
+                          f"{'/'.join(str(count) for count in sorted(counts))} processes per mode"
+                          for task, counts in sorted(by_task.items()))
+    return [f"- timed in several processes, rotating the modes' order, step time the median over them "
+            f"(`--rounds`): {described}"]
+
+
 def render(data, output):
     header = parse_header(data.get("header"))
     results, summary, args = data["results"], data.get("summary", {}), data.get("args", {})
@@ -235,6 +253,7 @@ def render(data, output):
     lines += stamp("suite", header)
     if "update" in header:
         lines.append(f"- models re-run since, their rows replaced: `{header['update']}`")
+    lines += rounds_line(results)
     lines += ["", f"Models: {len(results)}; tasks: {', '.join(tasks)}; modes run: "
                   f"{', '.join(sorted({m for e in results.values() for r in e['tasks'].values() for m in r}))}"
                   + ("" if timed else "; **correctness only** (no timed steps in this run: `--steps 0`)"), "",

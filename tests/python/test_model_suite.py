@@ -115,6 +115,37 @@ def test_the_targets_name_the_models_that_miss():
     assert "kiln compiled's peak memory at most Inductor's: **met** on all 1." in lines
 
 
+def test_more_rounds_rotate_the_modes_and_take_the_median(monkeypatch):
+    order = []
+    times = {"cpu_eager": [0.03, 0.02], "inductor": [0.01, 0.04], "kiln_eager": [0.02, 0.02]}
+
+    def fake_run(name, mode, task, args, directory, timing_only=False):
+        assert timing_only
+        order.append(mode)
+        return {"status": "ran", "step_s": times[mode].pop(0)}, None
+
+    monkeypatch.setattr(bench_suite, "run_process", fake_run)
+    records = {"cpu_eager": {"status": "ran", "step_s": 0.01}, "inductor": {"status": "ran", "step_s": 0.01},
+               "kiln_eager": {"status": "ran", "step_s": 0.05},
+               "kiln_compiled": {"status": "failed", "error": "x"}}  # not timed again
+    args = type("Args", (), {"rounds": 3})()
+    bench_suite.time_more_rounds("m", "infer", records, args, "/unused")
+    assert order == ["inductor", "kiln_eager", "cpu_eager", "kiln_eager", "cpu_eager", "inductor"]
+    assert records["cpu_eager"]["step_s_rounds"] == [0.01, 0.03, 0.02]
+    assert records["cpu_eager"]["step_s"] == 0.02 and records["inductor"]["step_s"] == 0.01
+    assert records["kiln_eager"]["step_s"] == 0.02 and "step_s_rounds" not in records["kiln_compiled"]
+    line = render_models.rounds_line({"m": {"tasks": {"infer": records}}})
+    assert line and "1 infer rows in 3 processes per mode" in line[0]
+
+
+def test_an_update_keeps_the_tasks_not_run_again():
+    earlier = {"gpt2": {"suite": "huggingface", "tasks": {"train": {"cpu_eager": 1}, "infer": {"cpu_eager": 2}}}}
+    bench_suite.merge_into_earlier(earlier, {"gpt2": {"suite": "huggingface", "tasks": {"infer": {"cpu_eager": 3}}},
+                                             "bert": {"suite": "huggingface", "tasks": {"infer": {}}}})
+    assert earlier["gpt2"]["tasks"] == {"train": {"cpu_eager": 1}, "infer": {"cpu_eager": 3}}
+    assert set(earlier) == {"gpt2", "bert"}
+
+
 @pytest.mark.parametrize("text, expected", [("ci", suite_models.CI_MODELS), ("gpt2,resnet18", ["gpt2", "resnet18"])])
 def test_model_selection(text, expected):
     assert suite_models.select(text) == expected

@@ -1,8 +1,11 @@
-"""Compiled _scaled_dot_product_flash_attention_for_cpu (forward and backward),
-differentially against the CPU: values, dtypes and the CPU's layouts."""
+"""_scaled_dot_product_flash_attention_for_cpu (forward and backward) on the
+library path, eagerly and in compiled graphs, differentially against the CPU:
+values, dtypes and the CPU's layouts; and scaled_dot_product_attention's
+choice of it on kiln, as on the CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
+import torch_kiln
 
 from differential import FLOATING, check, compiled_only, make, to_kiln
 
@@ -63,6 +66,49 @@ def test_flash_attention_layouts_scale_and_masked_rows():
     assert not output.cpu().any() and not logsumexp.cpu().any()
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_takes_the_cpus_flash_kernel_and_matches_it_exactly(causal):
+    # As on the CPU, scaled_dot_product_attention picks the flash kernel
+    # (one library call), not the math composition, and computes the same bits.
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(2, 4, 6, 8, generator=generator)
+    key, value = (torch.randn(2, 2, 6, 8, generator=generator) for _ in range(2))  # grouped-query
+    mask = torch.randn(2, 1, 6, 6, generator=generator)
+
+    def attend(q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else m, is_causal=causal,
+                                              enable_gqa=True)
+
+    torch_kiln.clear_op_tracking()
+    actual = attend(*(t.to("kiln") for t in (query, key, value, mask)))
+    ran = torch_kiln.get_executed_ops()
+    assert ran["aten::_scaled_dot_product_flash_attention_for_cpu"] == {"library": 1}, ran
+    assert not any(op.startswith(("aten::bmm", "aten::_softmax", "aten::_safe_softmax")) for op in ran), ran
+    assert torch.equal(actual.cpu(), attend(query, key, value, mask))
+
+
+def test_sdpa_keeps_the_math_path_where_the_cpu_does():
+    # Dropout in training: the CPU's choice is the math composition, on kiln too.
+    query = make((2, 2, 5, 4), torch.float32).to("kiln").requires_grad_()
+    torch_kiln.clear_op_tracking()
+    out = F.scaled_dot_product_attention(query, query, query, dropout_p=0.5)
+    out.sum().backward()
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" not in torch_kiln.get_executed_ops()
+    assert not torch_kiln.get_fallback_ops() and query.grad.shape == query.shape
+
+
+def test_compiled_sdpa_calls_the_flash_kernel():
+    generator = torch.Generator().manual_seed(1)
+    query, key, value = (torch.randn(2, 4, 7, 8, generator=generator) for _ in range(3))
+    compiled = torch.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2,
+                             backend="kiln", dynamic=False)
+    with torch.no_grad():
+        torch_kiln.clear_op_tracking()
+        actual = compiled(*(t.to("kiln") for t in (query, key, value)))
+    assert torch_kiln.get_executed_ops()["aten::_scaled_dot_product_flash_attention_for_cpu"] == {"library": 1}
+    assert torch.equal(actual.cpu(), F.scaled_dot_product_attention(query, key, value, is_causal=True) * 2)
+
+
 def test_flash_attention_errors():
     q = make((2, 3, 4, 8), torch.float32)
     check(flash, q, q, q, 0.5, message="dropout")
@@ -72,6 +118,14 @@ def test_flash_attention_errors():
     check(flash, q, q, q, attn_mask=make((4,), torch.float32), message="1-D mask")
     check(flash, q, q, q, attn_mask=make((4, 4), torch.float64), message="mask dtype")
     check(flash, q, q.double(), q, message="mixed dtypes")
+    # Grouped-query attention needs the query's heads to be a multiple of
+    # the key's, and one batch size: the CPU's kernel reads past them.
+    three_heads = make((2, 3, 4, 8), torch.float32)
+    two_heads = make((2, 2, 4, 8), torch.float32)
+    one_batch = make((1, 3, 4, 8), torch.float32)
+    for key in (two_heads, one_batch):
+        with pytest.raises(RuntimeError, match="multiple"):
+            flash(three_heads.to("kiln"), key.to("kiln"), key.to("kiln"))
 
 
 def test_sdpa_training_step_stays_on_device():

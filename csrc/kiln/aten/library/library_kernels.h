@@ -1,5 +1,5 @@
 // Library kernels: the op families a GPU backend hands to vendor libraries
-// (cuBLAS for the matmul family, cuDNN for convolution), run by PyTorch's own CPU libraries (MKL,
+// (cuBLAS for the matmul family, cuDNN for convolution and fused attention), run by PyTorch's own CPU libraries (MKL,
 // oneDNN, OpenBLAS) on aliases of kiln device memory, queued on the stream.
 // Each records itself in op tracking under the path "library".
 //
@@ -42,5 +42,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     at::OptionalIntArrayRef bias_sizes, c10::IntArrayRef stride, c10::IntArrayRef padding,
     c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask);
+
+// attention.cc: the CPU's flash attention, and scaled_dot_product_attention's
+// choice of it (the op _fused_sdp_choice; the stub is set at load).
+int64_t fused_attention_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                               const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                               bool is_causal, std::optional<double> scale, bool enable_gqa);
+std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, double dropout_p,
+    bool is_causal, const std::optional<at::Tensor>& attn_mask, std::optional<double> scale);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_for_cpu_backward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, const at::Tensor& out, const at::Tensor& logsumexp, double dropout_p,
+    bool is_causal, const std::optional<at::Tensor>& attn_mask, std::optional<double> scale);
 
 }  // namespace kiln::torch_integration::library

@@ -1,5 +1,5 @@
-// The library path's registration table: the matmul family and convolution
-// (library_kernels.h), and linear algebra and FFT (library_call.h):
+// The library path's registration table: the matmul family, convolution and
+// fused attention (library_kernels.h), and linear algebra and FFT (library_call.h):
 // the ATen kernels a GPU backend hands to cuSOLVER, cuBLAS and cuFFT, run by
 // PyTorch's CPU kernels on aliases of kiln memory.
 //
@@ -61,6 +61,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
   m.impl("convolution", TORCH_FN(library::convolution));
   m.impl("convolution_backward", TORCH_FN(library::convolution_backward));
+  m.impl("_fused_sdp_choice", TORCH_FN(library::fused_attention_choice));
+  m.impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(library::flash_attention_for_cpu));
+  m.impl("_scaled_dot_product_flash_attention_for_cpu_backward",
+         TORCH_FN(library::flash_attention_for_cpu_backward));
 }
 
 }  // namespace kiln::torch_integration

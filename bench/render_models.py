@@ -254,6 +254,10 @@ def render(data, output):
     if "update" in header:
         lines.append(f"- models re-run since, their rows replaced: `{header['update']}`")
     lines += rounds_line(results)
+    if args.get("cache_dir"):
+        lines.append(f"- caches: `{args['cache_dir']}`, kept between runs: Kiln's kernels and Inductor's FX-graph "
+                     "and AOTAutograd caches start warm for a model run before, so its first steps measure a warm "
+                     "start (Inductor's can then skip AOTAutograd's tracing; Kiln caches kernels, not whole graphs)")
     lines += ["", f"Models: {len(results)}; tasks: {', '.join(tasks)}; modes run: "
                   f"{', '.join(sorted({m for e in results.values() for r in e['tasks'].values() for m in r}))}"
                   + ("" if timed else "; **correctness only** (no timed steps in this run: `--steps 0`)"), "",

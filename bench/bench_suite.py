@@ -455,7 +455,9 @@ def parent_main(args):
             earlier = json.load(source)
         merge_into_earlier(earlier["results"], results)
         results, models = earlier["results"], list(earlier["results"])
-        lines = earlier["header"] + [f"update  : {' '.join(sys.argv)} at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"]
+        from run_info import commit
+        lines = earlier["header"] + [f"update  : {' '.join(sys.argv)} at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"
+                                     f" on commit {commit()}"]
         recorded_args = earlier["args"]
         args.json = args.json or args.update
         tasks = [task for task in TASKS if any(task in entry["tasks"] for entry in results.values())]

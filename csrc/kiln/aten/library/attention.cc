@@ -129,30 +129,17 @@ void launch(const char* name, double flops, std::vector<at::Tensor> operands,
                            }));
 }
 
-// The PrivateUse1 entry of _fused_sdp_choice_stub: the CPU's choice. Kiln's
-// kernel for the flash backend is the CPU's own (above), so the choice that
-// suits the CPU suits kiln; it reads only metadata, as fake tensors allow.
-int64_t attention_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                         const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
-                         std::optional<double> scale, bool enable_gqa) {
-  return at::native::_fused_sdp_choice_cpp(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                           enable_gqa);
-}
-
-// At load, as PyTorch's REGISTER_PRIVATEUSE1_DISPATCH does (the macro itself
-// only works inside namespace at::native).
+// The PrivateUse1 entry of _fused_sdp_choice_stub is the CPU's own choice,
+// set at load as PyTorch's REGISTER_PRIVATEUSE1_DISPATCH would (the macro
+// only works inside namespace at::native). Kiln's kernel for the flash
+// backend is the CPU's (above), so the choice that suits the CPU suits kiln;
+// it reads only metadata, as fake tensors allow.
 const bool kChoiceRegistered = [] {
-  at::native::_fused_sdp_choice_stub.set_privateuse1_dispatch_ptr(&attention_choice);
+  at::native::_fused_sdp_choice_stub.set_privateuse1_dispatch_ptr(&at::native::_fused_sdp_choice_cpp);
   return true;
 }();
 
 }  // namespace
-
-int64_t fused_attention_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                               const std::optional<at::Tensor>& attn_mask, double dropout_p,
-                               bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  return attention_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
-}
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, double dropout_p,

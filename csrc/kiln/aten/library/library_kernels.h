@@ -43,11 +43,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask);
 
-// attention.cc: the CPU's flash attention, and scaled_dot_product_attention's
-// choice of it (the op _fused_sdp_choice; the stub is set at load).
-int64_t fused_attention_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                               const std::optional<at::Tensor>& attn_mask, double dropout_p,
-                               bool is_causal, std::optional<double> scale, bool enable_gqa);
+// attention.cc: the CPU's flash attention (scaled_dot_product_attention's
+// choice on kiln, as on the CPU: _fused_sdp_choice's stub is set at load).
 std::tuple<at::Tensor, at::Tensor> flash_attention_for_cpu(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, double dropout_p,
     bool is_causal, const std::optional<at::Tensor>& attn_mask, std::optional<double> scale);

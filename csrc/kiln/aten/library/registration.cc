@@ -8,6 +8,7 @@
 // reach a backend through their out= overloads, since the functional form is a
 // CompositeExplicitAutogradNonFunctional wrapper that allocates the outputs and
 // calls out=. So out= is registered for those, and both forms for the others.
+#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <torch/library.h>
 
 #include "kiln/aten/library/library_call.h"
@@ -61,7 +62,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
   m.impl("convolution", TORCH_FN(library::convolution));
   m.impl("convolution_backward", TORCH_FN(library::convolution_backward));
-  m.impl("_fused_sdp_choice", TORCH_FN(library::fused_attention_choice));
+  m.impl("_fused_sdp_choice", TORCH_FN(at::native::_fused_sdp_choice_cpp));
   m.impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(library::flash_attention_for_cpu));
   m.impl("_scaled_dot_product_flash_attention_for_cpu_backward",
          TORCH_FN(library::flash_attention_for_cpu_backward));

@@ -22,10 +22,12 @@ eager kernel runs the whole op.
   call (forward and backward) of the CPU's flash kernel on the library path
   (csrc/kiln/aten/library/attention.cc), as Inductor's CPU graphs call it;
   PyTorch's decomposition returns the attention weights in place of the
-  log-sum-exp. In one process, alternating, a compiled causal attention with
-  a mask took 70 us as the flash call and 77 us as the math composition at
-  Llama's suite shape (2x4 heads, 2 key heads, 32 tokens, 32 wide), 199 against
-  529 us at ViT's (4x4, 65 tokens) and 10.0 against 14.3 ms at 8x8x256x64.
+  log-sum-exp. A compiled attention with a mask (each variant in its own
+  process, two processes each) took 162-167 us as the flash call against
+  247-550 us as the math composition at the suite's ViT shape (4x4 heads, 65
+  tokens, 32 wide) and 8.8-9.7 against 14.7-15.0 ms at 8x8x256x64, but 71-72
+  against 61-63 us at its Llama shape (2x4 heads over 2 key heads, 32 tokens):
+  there the flash kernel's setup outweighs the work.
 - _safe_softmax (attention's softmax: a row of only -inf gives zeros, not
   NaN) finds those rows from the softmax's own row maximum, instead of
   PyTorch's second reduction over the whole input (eq, all): one pass over

@@ -329,10 +329,12 @@ def time_more_rounds(name, task, records, args, directory):
     life; a single process per mode then decides a ratio by chance, and the
     rotation keeps one mode from always following the same neighbour."""
     timed = [mode for mode, record in records.items() if record.get("step_s")]
+    if not timed:
+        return
     for mode in timed:
         records[mode]["step_s_rounds"] = [records[mode]["step_s"]]
     for round_index in range(1, args.rounds):
-        shift = round_index % len(timed) if timed else 0
+        shift = round_index % len(timed)
         for mode in timed[shift:] + timed[:shift]:
             record, _ = run_process(name, mode, task, args, directory, timing_only=True)
             if record.get("step_s"):
@@ -399,7 +401,7 @@ def summarize(results, models, tasks, modes):
 def parent_main(args):
     sys.path.insert(0, BENCH)
     import suite_models
-    from run_info import header
+    from run_info import commit, header
     models = suite_models.select(args.models)
     tasks = [task for task in args.tasks.split(",") if task]
     modes = [mode for mode in args.modes.split(",") if mode]
@@ -455,7 +457,6 @@ def parent_main(args):
             earlier = json.load(source)
         merge_into_earlier(earlier["results"], results)
         results, models = earlier["results"], list(earlier["results"])
-        from run_info import commit
         lines = earlier["header"] + [f"update  : {' '.join(sys.argv)} at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"
                                      f" on commit {commit()}"]
         recorded_args = earlier["args"]

@@ -47,6 +47,7 @@ Status Stream::take_failure() {
 thread_local Stream* Stream::held_stream_ = nullptr;
 
 Stream::InlineRegion::InlineRegion(Stream& stream) : stream_(stream) {
+  stream.submit_deferred();
   if (held_stream_ != nullptr || !stream.try_begin_inline()) return;  // one region per thread
   held_ = true;
   held_stream_ = &stream;
@@ -73,6 +74,26 @@ bool may_wait_for_room() {
 
 bool Stream::running_queued_work() { return on_stream_worker; }
 
+std::atomic<Stream::DeferredFlush> Stream::deferred_flush_{nullptr};
+
+void Stream::set_deferred_flush(DeferredFlush flush) {
+  deferred_flush_.store(flush, std::memory_order_release);
+}
+
+namespace {
+thread_local const Stream* flushing_stream = nullptr;  // the flush running on this thread
+}  // namespace
+
+void Stream::flush_deferred() {
+  if (on_stream_worker || flushing_stream == this) return;
+  DeferredFlush flush = deferred_flush_.load(std::memory_order_acquire);
+  if (flush == nullptr) return;
+  const Stream* outer = flushing_stream;
+  flushing_stream = this;
+  flush(*this);
+  flushing_stream = outer;
+}
+
 std::atomic<Stream::CallerScope> Stream::caller_scope_{nullptr};
 
 void Stream::set_caller_scope(CallerScope scope) {
@@ -83,7 +104,10 @@ void Stream::set_wait_permission(WaitPermission permission) {
   wait_permission.store(permission, std::memory_order_release);
 }
 
-Status Stream::enqueue(const char* name, Work work) { return push(name, std::move(work), true); }
+Status Stream::enqueue(const char* name, Work work) {
+  submit_deferred();
+  return push(name, std::move(work), true);
+}
 
 Status Stream::enqueue_without_waiting(const char* name, Work work) {
   return push(name, std::move(work), false);
@@ -111,6 +135,7 @@ Status Stream::push(const char* name, Work work, bool may_wait) {
 }
 
 Status Stream::run_synchronously(const char* name, const Work& work) {
+  submit_deferred();
   if (held_by_this_thread()) return run_held(name, work);
   std::unique_lock<std::mutex> lock(mutex_);
   finish_queued_work(lock);
@@ -143,6 +168,7 @@ void Stream::end_inline() {
 }
 
 Status Stream::synchronize() {
+  submit_deferred();
   std::unique_lock<std::mutex> lock(mutex_);
   if (held_by_this_thread()) return take_failure();
   finish_queued_work(lock);
@@ -150,6 +176,7 @@ Status Stream::synchronize() {
 }
 
 void Stream::wait_for_queued_work() {
+  submit_deferred();
   std::unique_lock<std::mutex> lock(mutex_);
   if (held_by_this_thread()) return;  // everything it launched has run
   finish_queued_work(lock);
@@ -217,7 +244,8 @@ size_t Stream::run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop
   return next;
 }
 
-bool Stream::query() const {
+bool Stream::query() {
+  submit_deferred();  // held work is work not done
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.empty() && !worker_busy_ && !caller_busy_;
 }

@@ -35,6 +35,20 @@
 // on the caller's thread, the one whose OpenMP team PyTorch's own CPU ops use.
 // Work other threads enqueue meanwhile waits for the region to end.
 //
+// Deferred work: the host may hold work for a stream that it has not handed
+// over yet: adaptive eager's open region of pointwise ops (aten/adaptive/),
+// which it fuses before submitting. mark_deferred() says so; from then on,
+// the next call that submits to, waits for or queries the stream (launch,
+// enqueue, run_synchronously, synchronize, query, wait_for_queued_work, an
+// InlineRegion) first calls the process's deferred-flush function, which
+// submits the held work and calls clear_deferred(). So everything the host
+// dispatched reaches the stream in program order, whoever submits next.
+// Calls the flush makes itself (on its own thread) do not flush again, and
+// stream workers never flush: a tensor released by queued work may enqueue,
+// and must not wait for a host thread that waits for the worker.
+// enqueue_without_waiting() does not flush either: its markers (the caching
+// allocator's) concern memory that held work keeps alive anyway.
+//
 // Thread-safety: all methods may be called from any thread. Work items must
 // not enqueue onto or synchronize their own stream.
 #pragma once
@@ -100,6 +114,7 @@ class Stream {
   static constexpr size_t kInlineLaunchBytes = size_t{32} << 10;
   template <typename Function>
   Status launch(const char* name, size_t bytes, Function&& work) {
+    submit_deferred();
     if (held_by_this_thread()) return run_held(name, work);
     if (bytes <= kInlineLaunchBytes && try_begin_inline()) {
       Status status = run_in_caller(work);
@@ -116,6 +131,7 @@ class Stream {
   template <typename Function>
   bool run_inline_if_idle(const char* name, size_t bytes, Function&& work, Status& status,
                           size_t limit = kInlineLaunchBytes) {
+    submit_deferred();
     if (held_by_this_thread()) {
       status = run_held(name, work);
       return true;
@@ -158,7 +174,7 @@ class Stream {
   };
 
   // True when no queued work remains.
-  bool query() const;
+  bool query();  // flushes deferred work first
 
   // Counts of queued items, for memory released while queued work may still
   // use it (the caching allocator's fences): submitted() items have been
@@ -181,6 +197,19 @@ class Stream {
   // True while the calling thread runs queued work: a stream's worker, or a
   // waiting thread that took the work over.
   static bool running_queued_work();
+
+  // Deferred work (see the top). The flush function is set once, by the
+  // layer that defers work; it must submit or drop everything it holds for
+  // `stream` and call clear_deferred().
+  using DeferredFlush = void (*)(Stream& stream);
+  static void set_deferred_flush(DeferredFlush flush);
+  void mark_deferred() { deferred_.store(true, std::memory_order_release); }
+  void clear_deferred() { deferred_.store(false, std::memory_order_release); }
+  bool has_deferred() const { return deferred_.load(std::memory_order_acquire); }
+  // Hands held work over now, if there is any; see the top for who skips.
+  void submit_deferred() {
+    if (deferred_.load(std::memory_order_acquire)) flush_deferred();
+  }
 
  private:
   struct Item {
@@ -224,6 +253,10 @@ class Stream {
     void* context = const_cast<void*>(static_cast<const void*>(&work));  // Function may be const
     return scope(context, [](void* erased) { return run_inline(*static_cast<Function*>(erased)); });
   }
+
+  void flush_deferred();
+  static std::atomic<DeferredFlush> deferred_flush_;
+  std::atomic<bool> deferred_{false};
 
   Status push(const char* name, Work work, bool may_wait);
   void worker_loop();

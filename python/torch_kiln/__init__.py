@@ -18,6 +18,11 @@ Kernel compiler and its cache (kernel_cache.py):
     compiler_stats()    compiles, cache hits and compile time (docs/design/kernel_cache.md)
     reset_compiler_stats()
 
+Adaptive eager (adaptive_eager.py, docs/design/adaptive_eager.md):
+    adaptive_eager_stats()   pointwise ops held and fused, kernels compiled, stores skipped
+    reset_adaptive_eager_stats()
+    set_adaptive_eager(mode), adaptive_eager_mode()
+
 ``import torch`` loads only what the device needs (its registration,
 torch.kiln, op tracking, the distributed backend); torch_kiln.compile (and
 with it torch._dynamo), torch_kiln.eval and torch_kiln.bucketing load when
@@ -46,6 +51,8 @@ from . import _C
 from . import fake_convolution as _fake_convolution
 from ._registration import register as _register
 from .distributed import register as _register_distributed_backend
+from .adaptive_eager import adaptive_eager_mode, adaptive_eager_stats
+from .adaptive_eager import reset_adaptive_eager_stats, set_adaptive_eager
 from .kernel_cache import compiler_stats, reset_compiler_stats
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 from .op_tracking import get_fallback_mode, set_fallback_mode
@@ -82,6 +89,8 @@ def __dir__():
 
 
 __all__ = [
+    "adaptive_eager_mode",
+    "adaptive_eager_stats",
     "bucketing",
     "clear_op_tracking",
     "compile_stats",
@@ -90,8 +99,10 @@ __all__ = [
     "get_executed_ops",
     "get_fallback_mode",
     "get_fallback_ops",
+    "reset_adaptive_eager_stats",
     "reset_compile_stats",
     "reset_compiler_stats",
+    "set_adaptive_eager",
     "set_fallback_mode",
 ]
 

@@ -2,7 +2,9 @@
 // anything submitted after it, whichever call submits next.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "kiln/runtime/stream.h"
@@ -16,10 +18,12 @@ struct HeldWork {
   std::vector<int> items;
   std::vector<int>* order = nullptr;  // where the items record that they ran
   int flushes = 0;
+  int worker_flushes = 0;
 };
 HeldWork* held = nullptr;
 
-void flush_held(Stream& stream) {
+void flush_held(Stream& stream, bool from_worker) {
+  if (from_worker) ++held->worker_flushes;
   std::lock_guard<std::mutex> lock(held->mutex);
   ++held->flushes;
   for (int item : held->items) {
@@ -109,6 +113,25 @@ TEST_F(StreamDeferred, OnlyTheMarkedStreamFlushes) {
   EXPECT_TRUE(marked.has_deferred());
   ASSERT_TRUE(marked.synchronize().ok());
   EXPECT_EQ(order_, (std::vector<int>{5}));
+}
+
+TEST_F(StreamDeferred, AnIdleWorkerSubmitsWorkHeldTooLong) {
+  Stream stream(0, 1, false);
+  std::vector<int>* order = &order_;
+  ASSERT_TRUE(stream.enqueue("test::first", [order] {
+    order->push_back(0);
+    return Status();
+  }).ok());
+  hold(stream, {1});
+  // Nothing touches the stream: its worker runs dry and submits the held item.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (stream.has_deferred() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_FALSE(stream.has_deferred());
+  ASSERT_TRUE(stream.synchronize().ok());
+  EXPECT_EQ(order_, (std::vector<int>{0, 1}));
+  EXPECT_EQ(work_.worker_flushes, 1);
 }
 
 }  // namespace

@@ -150,6 +150,13 @@ Config::Config() {
   if (const char* value = read_env("KILN_DISTRIBUTED_SHARED_MEMORY")) {
     distributed_shared_memory_ = std::string_view(value) != "0";
   }
+  if (const char* value = read_env("KILN_ADAPTIVE_EAGER")) {
+    std::string mode = lower(value);
+    if (mode == "on" || mode == "1") adaptive_eager_mode_ = AdaptiveEagerMode::kOn;
+    else if (mode == "off" || mode == "0") adaptive_eager_mode_ = AdaptiveEagerMode::kOff;
+    else if (mode == "always") adaptive_eager_mode_ = AdaptiveEagerMode::kAlways;
+    else note("KILN_ADAPTIVE_EAGER", invalid_argument("expected on, off or always"));
+  }
   if (const char* value = read_env("KILN_LOG_LEVEL")) {
     std::string level = lower(value);
     if (level == "error") log_level_ = LogLevel::kError;

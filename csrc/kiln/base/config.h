@@ -27,6 +27,13 @@ enum class Float64Policy {
   kFloat32,  // stored and computed as float32, with a one-time warning
 };
 
+// Adaptive eager (aten/adaptive/): pointwise ops fused while the host runs ahead.
+enum class AdaptiveEagerMode {
+  kOn = 0,  // hold and fuse ops while the stream has work (default)
+  kOff,     // launch every op on its own
+  kAlways,  // hold ops even on an idle stream: tests and debugging
+};
+
 enum class LogLevel { kError = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
 
 class Config {
@@ -50,6 +57,8 @@ class Config {
   // KILN_FLOAT64=native|float32.
   Float64Policy float64_policy() const;
   void set_float64_policy(Float64Policy policy);
+  // KILN_ADAPTIVE_EAGER=on|off|always (also 1|0; default on).
+  AdaptiveEagerMode adaptive_eager_mode() const { return adaptive_eager_mode_; }
   // KILN_LOG_LEVEL=error|warning|info|debug (default warning).
   LogLevel log_level() const { return log_level_; }
   // KILN_CC: the C compiler that builds kernels (default "cc", found on PATH).
@@ -86,6 +95,7 @@ class Config {
   bool hold_queued_tensors_ = false;
   std::atomic<int> fallback_mode_{0};   // FallbackMode
   std::atomic<int> float64_policy_{0};  // Float64Policy
+  AdaptiveEagerMode adaptive_eager_mode_ = AdaptiveEagerMode::kOn;
   LogLevel log_level_ = LogLevel::kWarning;
   std::string c_compiler_ = "cc";
   std::string cache_dir_;

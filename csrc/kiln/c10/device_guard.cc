@@ -97,7 +97,11 @@ c10::Stream DeviceGuardImpl::getNewStream(c10::Device device, int /*priority*/) 
 
 c10::Stream DeviceGuardImpl::exchangeStream(c10::Stream stream) const {
   Stream& next = runtime_stream(stream);
-  c10::Stream previous = to_c10_stream(runtime().current_stream(next.device()));
+  Stream& current = runtime().current_stream(next.device());
+  // Held work of the stream left behind is submitted now, not when something
+  // next touches that stream: its device must not sit idle meanwhile.
+  if (&current != &next) current.submit_deferred();
+  c10::Stream previous = to_c10_stream(current);
   runtime().set_current_stream(next);
   return previous;
 }
@@ -129,12 +133,17 @@ void DeviceGuardImpl::record(void** event, const c10::Stream& stream,
     // torch.Event(enable_timing=True) asks for BACKEND_DEFAULT, as on CUDA.
     *event = new Event(/*enable_timing=*/flag == c10::EventFlag::BACKEND_DEFAULT);
   }
+  // A user's event marks everything dispatched before it, held work included
+  // (Event::record itself does not flush: the allocator records under its lock).
+  target.submit_deferred();
   check_status(static_cast<Event*>(*event)->record(target));
 }
 
 void DeviceGuardImpl::block(void* event, const c10::Stream& stream) const {
   if (event == nullptr) return;  // never recorded: nothing to wait for
-  check_status(static_cast<Event*>(event)->block(runtime_stream(stream)));
+  Stream& target = runtime_stream(stream);
+  target.submit_deferred();  // held work comes before the wait, as dispatched
+  check_status(static_cast<Event*>(event)->block(target));
 }
 
 bool DeviceGuardImpl::queryEvent(void* event) const {

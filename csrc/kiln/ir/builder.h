@@ -61,6 +61,11 @@ class Builder {
 
   DType dtype_of(ValueId value) const { return kernel_.nodes[value].dtype; }
 
+  // Appends `node` as it is, dtype included; its args must already name this
+  // builder's values. For fusing kernels: a node moves from one kernel into
+  // another unchanged, so an integer constant keeps all 64 bits.
+  ValueId copy_node(const Node& node) { return add_node(node); }
+
   void store(int output, ValueId value);
   // Stores `value` at the current position plus `element_offset` (int64) of
   // `output`, adding to the element there when `accumulate`. Makes the kernel

@@ -5,6 +5,8 @@
 
 #include <future>
 
+#include "kiln/aten/adaptive/adaptive_eager.h"
+#include "kiln/aten/adaptive/fused_region_cache.h"
 #include "kiln/aten/library/library_kernels.h"
 #include "kiln/aten/op_tracking.h"
 #include "kiln/base/config.h"
@@ -92,6 +94,47 @@ py::dict executed_ops() {
 bool may_wait_without_the_gil() { return !Py_IsInitialized() || !PyGILState_Check(); }
 
 }  // namespace
+
+// Adaptive eager (aten/adaptive/adaptive_eager.h): its mode and counters.
+void add_adaptive_eager_bindings(py::module& module) {
+  module.def("_adaptive_eager_mode", [] {
+    switch (adaptive::mode()) {
+      case AdaptiveEagerMode::kOn: return "on";
+      case AdaptiveEagerMode::kOff: return "off";
+      case AdaptiveEagerMode::kAlways: return "always";
+    }
+    return "on";
+  });
+  module.def("_set_adaptive_eager_mode", [](const std::string& mode) {
+    if (mode == "on") adaptive::set_mode(AdaptiveEagerMode::kOn);
+    else if (mode == "off") adaptive::set_mode(AdaptiveEagerMode::kOff);
+    else if (mode == "always") adaptive::set_mode(AdaptiveEagerMode::kAlways);
+    else throw py::value_error("adaptive eager mode must be 'on', 'off' or 'always', got '" + mode + "'");
+  });
+  module.def("_adaptive_eager_stats", [] {
+    adaptive::Stats stats = adaptive::stats();
+    py::dict result;
+    result["ops_held"] = stats.ops_held;
+    result["regions_fused"] = stats.regions_fused;
+    result["ops_fused"] = stats.ops_fused;
+    result["regions_unfused"] = stats.regions_unfused;
+    result["single_ops"] = stats.single_ops;
+    result["bytes_not_stored"] = stats.bytes_not_stored;
+    result["region_keys"] = stats.region_keys;
+    result["kernels_compiled"] = stats.kernels_compiled;
+    result["compile_failures"] = stats.compile_failures;
+    result["compiles_pending"] = stats.compiles_pending;
+    return result;
+  });
+  module.def("_reset_adaptive_eager", [] { adaptive::reset(); });
+  module.def("_adaptive_eager_synchronous_compiles", [](bool synchronous) {
+    adaptive::set_synchronous_compiles(synchronous);
+  });
+  module.def("_adaptive_eager_wait_for_compiles", [] {
+    py::gil_scoped_release release;
+    adaptive::wait_for_compiles();
+  });
+}
 
 PYBIND11_MODULE(_C, module) {
   module.doc() = "Bindings of the kiln device runtime (torch_kiln._C)";
@@ -217,6 +260,7 @@ PYBIND11_MODULE(_C, module) {
     return result;
   });
   module.def("_reset_compiler_stats", [] { KernelCache::instance().reset_stats(); });
+  add_adaptive_eager_bindings(module);
 }
 
 }  // namespace kiln::torch_integration

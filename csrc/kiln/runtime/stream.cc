@@ -90,7 +90,7 @@ void Stream::flush_deferred() {
   if (flush == nullptr) return;
   const Stream* outer = flushing_stream;
   flushing_stream = this;
-  flush(*this);
+  flush(*this, /*from_worker=*/false);
   flushing_stream = outer;
 }
 
@@ -250,6 +250,11 @@ bool Stream::query() {
   return queue_.empty() && !worker_busy_ && !caller_busy_;
 }
 
+bool Stream::has_pending_work() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !queue_.empty() || worker_busy_ || caller_busy_;
+}
+
 void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
   auto ready = [this] {
     return (!queue_.empty() && !caller_busy_ && !takeover_.load(std::memory_order_relaxed)) ||
@@ -266,6 +271,19 @@ void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
   }
   lock.lock();
   worker_sleeping_ = true;
+  if (!ready() && has_deferred()) {
+    // Work is held for this stream while the device has none: give the host
+    // a moment to submit it, then submit it from here.
+    work_available_.wait_for(lock, kDeferredPatience, ready);
+    DeferredFlush flush = deferred_flush_.load(std::memory_order_acquire);
+    if (!ready() && has_deferred() && flush != nullptr) {
+      worker_sleeping_ = false;
+      lock.unlock();
+      flush(*this, /*from_worker=*/true);
+      lock.lock();
+      worker_sleeping_ = true;
+    }
+  }
   work_available_.wait(lock, ready);
   worker_sleeping_ = false;
 }

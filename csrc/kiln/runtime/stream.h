@@ -44,8 +44,12 @@
 // submits the held work and calls clear_deferred(). So everything the host
 // dispatched reaches the stream in program order, whoever submits next.
 // Calls the flush makes itself (on its own thread) do not flush again, and
-// stream workers never flush: a tensor released by queued work may enqueue,
-// and must not wait for a host thread that waits for the worker.
+// work run by a stream worker never flushes: a tensor released by queued
+// work may enqueue, and must not wait for a host thread that waits for the
+// worker. The worker itself submits held work when it has had nothing to do
+// for kDeferredPatience while work is held (the host went off to do
+// something else): it calls the flush with `from_worker` set, and the flush
+// gives up at once if a host thread is busy with the held work.
 // enqueue_without_waiting() does not flush either: its markers (the caching
 // allocator's) concern memory that held work keeps alive anyway.
 //
@@ -54,6 +58,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -173,8 +178,14 @@ class Stream {
     bool held_ = false;
   };
 
-  // True when no queued work remains.
-  bool query();  // flushes deferred work first
+  // True when no queued work remains. Submits deferred work first.
+  bool query();
+  // True while submitted work has not finished (queued, or running on the
+  // worker or in a caller). Unlike query() it submits nothing: adaptive
+  // eager asks it before it holds an op.
+  bool has_pending_work() const;
+  // Whether the calling thread holds this stream through an InlineRegion.
+  bool held_by_current_thread() const { return held_by_this_thread(); }
 
   // Counts of queued items, for memory released while queued work may still
   // use it (the caching allocator's fences): submitted() items have been
@@ -201,7 +212,8 @@ class Stream {
   // Deferred work (see the top). The flush function is set once, by the
   // layer that defers work; it must submit or drop everything it holds for
   // `stream` and call clear_deferred().
-  using DeferredFlush = void (*)(Stream& stream);
+  using DeferredFlush = void (*)(Stream& stream, bool from_worker);
+  static constexpr std::chrono::microseconds kDeferredPatience{500};
   static void set_deferred_flush(DeferredFlush flush);
   void mark_deferred() { deferred_.store(true, std::memory_order_release); }
   void clear_deferred() { deferred_.store(false, std::memory_order_release); }

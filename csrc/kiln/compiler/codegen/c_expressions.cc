@@ -62,6 +62,16 @@ std::string real_literal(double number, DType dtype) {
 std::string convert(const std::string& text, DType from, DType to) {
   if (from == to) return text;
   if (to == DType::kBool) return "((" + text + ") != 0)";
+  // C leaves a floating value outside the target's range undefined, and GCC
+  // uses that: (float)(uint8_t)x may skip the wrap once both conversions meet
+  // in one function (a fused kernel), though a store and a load apart they
+  // wrap. Narrow integers therefore go through a wider one, defined for every
+  // value a 32-bit conversion takes: uint8 through int64 as ATen's
+  // c10::convert does, int8 and int16 through int32 as ATen's casts compile.
+  if (ir::is_floating(from) && to == DType::kUInt8) return "((uint8_t)(int64_t)(" + text + "))";
+  if (ir::is_floating(from) && (to == DType::kInt8 || to == DType::kInt16)) {
+    return "((" + std::string(compute_type(to)) + ")(int32_t)(" + text + "))";
+  }
   return "((" + std::string(compute_type(to)) + ")(" + text + "))";
 }
 

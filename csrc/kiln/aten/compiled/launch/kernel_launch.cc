@@ -210,6 +210,8 @@ void LaunchRecording::note(KernelEntry entry, const LaunchArgs& args, const Laun
   if (active_recording != nullptr) active_recording->launches_.push_back({entry, args, shape});
 }
 
+bool LaunchRecording::active() { return active_recording != nullptr; }
+
 bool LaunchRecording::capturing() {
   return active_recording != nullptr && active_recording->mode_ == Mode::kCapture;
 }

@@ -174,6 +174,8 @@ class LaunchRecording {
   // Whether the recording active on this thread captures (notes launches
   // without running them).
   static bool capturing();
+  // Whether a recording (of either mode) is active on this thread.
+  static bool active();
 
  private:
   LaunchRecording* previous_;

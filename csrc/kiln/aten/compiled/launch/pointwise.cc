@@ -3,6 +3,7 @@
 #include <c10/util/Half.h>
 #include <c10/util/BFloat16.h>
 
+#include "kiln/aten/adaptive/adaptive_eager.h"
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/native/device_memory.h"
@@ -168,7 +169,14 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
   LaunchShape shape;
   shape.positions = iter.numel();
   shape.bytes = plan.bytes;
-  launch_kernel_lazily(stream_of(iter.tensor(0)), op_name, entry, args, shape, [&]() {
+  Stream& stream = stream_of(iter.tensor(0));
+  // Adaptive eager may hold the launch, to fuse it with the next ops.
+  if (adaptive::hold_pointwise(stream, op_name, signature.view(), entry, args, shape, rank, iter, [&]() {
+        return build_pointwise_kernel(op_name, op_key, rank, plan, extra_scalars, common, body);
+      })) {
+    return;
+  }
+  launch_kernel_lazily(stream, op_name, entry, args, shape, [&]() {
     KeepAlive keep_alive;
     for (int index = 0; index < tensors; ++index) {
       if (!iter.is_cpu_scalar(index)) keep_alive.push_back(iter.tensor(index));

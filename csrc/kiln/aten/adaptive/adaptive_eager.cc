@@ -1,0 +1,244 @@
+#include "kiln/aten/adaptive/adaptive_eager.h"
+
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/aten/adaptive/fused_region_cache.h"
+#include "kiln/aten/adaptive/held_region.h"
+
+namespace kiln::torch_integration::adaptive {
+
+namespace detail {
+std::atomic<int> current_mode{static_cast<int>(config().adaptive_eager_mode())};
+}  // namespace detail
+
+namespace {
+
+constexpr char kFusedRegionName[] = "kiln::adaptive_region";
+constexpr char kUnfusedRegionName[] = "kiln::adaptive_region_unfused";
+
+struct Counters {
+  std::atomic<uint64_t> ops_held{0};
+  std::atomic<uint64_t> regions_fused{0};
+  std::atomic<uint64_t> ops_fused{0};
+  std::atomic<uint64_t> regions_unfused{0};
+  std::atomic<uint64_t> single_ops{0};
+  std::atomic<uint64_t> bytes_not_stored{0};
+};
+Counters counters;
+
+// The IR of each op signature held so far, built once per process.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+};
+std::shared_mutex op_kernels_mutex;
+std::unordered_map<std::string, std::shared_ptr<const OpKernel>, StringHash, std::equal_to<>> op_kernels;
+
+std::shared_ptr<const OpKernel> op_kernel(std::string_view signature, c10::function_ref<ir::Kernel()> build_ir) {
+  {
+    std::shared_lock<std::shared_mutex> lock(op_kernels_mutex);
+    auto found = op_kernels.find(signature);
+    if (found != op_kernels.end()) return found->second;
+  }
+  auto op = std::make_shared<OpKernel>();
+  op->signature = std::string(signature);
+  op->kernel = build_ir();
+  op->fusable = is_fusable(op->kernel);
+  std::unique_lock<std::shared_mutex> lock(op_kernels_mutex);
+  return op_kernels.emplace(op->signature, std::move(op)).first->second;
+}
+
+// A stream's open region.
+struct StreamRegion {
+  std::mutex mutex;
+  HeldRegion region;
+};
+
+std::mutex regions_mutex;
+std::unordered_map<const Stream*, std::unique_ptr<StreamRegion>> regions;  // streams live as long as the process
+
+StreamRegion& region_of(const Stream& stream) {
+  thread_local const Stream* last_stream = nullptr;
+  thread_local StreamRegion* last_region = nullptr;
+  if (last_stream == &stream) return *last_region;
+  std::lock_guard<std::mutex> lock(regions_mutex);
+  std::unique_ptr<StreamRegion>& slot = regions[&stream];
+  if (!slot) slot = std::make_unique<StreamRegion>();
+  last_stream = &stream;
+  last_region = slot.get();
+  return *slot;
+}
+
+StreamRegion* find_region(const Stream& stream) {
+  std::lock_guard<std::mutex> lock(regions_mutex);
+  auto found = regions.find(&stream);
+  return found == regions.end() ? nullptr : found->second.get();
+}
+
+// Set while this thread submits a region: the submission's own enqueue must
+// not come back for the region it is submitting (its lock is held).
+thread_local bool submitting = false;
+
+struct SubmittingScope {
+  SubmittingScope() { submitting = true; }
+  ~SubmittingScope() { submitting = false; }
+};
+
+struct Launch {
+  KernelEntry entry;
+  LaunchArgs args;
+  compiled::LaunchShape shape;
+};
+
+// Hands the region over to the stream: one fused kernel when its key's
+// kernel is ready, else its ops one by one (and the kernel's compile starts
+// the first time its key is seen). Needs the region's lock.
+void submit_locked(Stream& stream, StreamRegion& state) {
+  HeldRegion& region = state.region;
+  if (region.empty()) {
+    stream.clear_deferred();
+    return;
+  }
+  SubmittingScope scope;
+  std::vector<Launch> launches;
+  const char* name = kFusedRegionName;
+  if (region.size() >= 2) {
+    const std::vector<bool> stored = region.stored_buffers();
+    if (std::find(stored.begin(), stored.end(), true) == stored.end()) {
+      // No tensor holds anything the ops wrote, and pointwise ops do nothing
+      // else: there is nothing to run.
+      counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
+      counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
+      region.release();
+      stream.clear_deferred();
+      return;
+    }
+    KernelEntry fused = fused_kernel_for(region.key(stored), [&]() { return region.fused_kernel(stored); });
+    if (fused != nullptr) {
+      Launch launch{fused, {}, {}};
+      launch.args = region.fused_args(stored, launch.shape);
+      launches.push_back(launch);
+      counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
+      counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
+    } else {
+      counters.regions_unfused.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else {
+    counters.single_ops.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (launches.empty()) {
+    for (const HeldOp& op : region.ops()) launches.push_back(Launch{op.entry, op.args, op.shape});
+    name = region.size() == 1 ? region.ops().front().op_name : kUnfusedRegionName;
+  }
+  std::vector<c10::Storage> holds = region.release();
+  // Queued, never run inline: a submission from inside another call's
+  // flush must not raise. Pointwise kernels report no failures.
+  Status status = stream.enqueue(name, [launches = std::move(launches), holds = std::move(holds)]() {
+    for (const Launch& launch : launches) compiled::run_now(launch.entry, launch.args, launch.shape);
+    return Status();
+  });
+  (void)status;  // a non-blocking stream's enqueue cannot fail
+  stream.clear_deferred();
+}
+
+// The stream's deferred-work flush (Stream::set_deferred_flush). From the
+// stream's worker (the device ran dry) it gives up when a host thread holds
+// the region's lock: that thread is adding to it or submitting it.
+void submit_held_work(Stream& stream, bool from_worker) {
+  if (submitting) return;
+  StreamRegion* state = find_region(stream);
+  if (state == nullptr) {
+    stream.clear_deferred();
+    return;
+  }
+  std::unique_lock<std::mutex> lock(state->mutex, std::defer_lock);
+  if (from_worker) {
+    if (!lock.try_lock()) return;
+  } else {
+    lock.lock();
+  }
+  submit_locked(stream, *state);
+}
+
+const bool flush_installed = [] {
+  Stream::set_deferred_flush(&submit_held_work);
+  return true;
+}();
+
+}  // namespace
+
+AdaptiveEagerMode mode() { return static_cast<AdaptiveEagerMode>(detail::current_mode.load()); }
+
+void set_mode(AdaptiveEagerMode mode) { detail::current_mode.store(static_cast<int>(mode)); }
+
+Stats stats() {
+  Stats result;
+  result.ops_held = counters.ops_held.load();
+  result.regions_fused = counters.regions_fused.load();
+  result.ops_fused = counters.ops_fused.load();
+  result.regions_unfused = counters.regions_unfused.load();
+  result.single_ops = counters.single_ops.load();
+  result.bytes_not_stored = counters.bytes_not_stored.load();
+  FusedRegionCacheStats cache = fused_region_cache_stats();
+  result.region_keys = cache.keys;
+  result.kernels_compiled = cache.kernels_compiled;
+  result.compile_failures = cache.compile_failures;
+  result.compiles_pending = cache.compiles_pending;
+  return result;
+}
+
+void reset() {
+  counters.ops_held = 0;
+  counters.regions_fused = 0;
+  counters.ops_fused = 0;
+  counters.regions_unfused = 0;
+  counters.single_ops = 0;
+  counters.bytes_not_stored = 0;
+  clear_fused_region_cache();
+}
+
+bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view signature, KernelEntry entry,
+                         const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+                         const at::TensorIteratorBase& iter, c10::function_ref<ir::Kernel()> build_ir) {
+  (void)flush_installed;
+  const AdaptiveEagerMode current = mode();
+  if (current == AdaptiveEagerMode::kOff || shape.positions <= 0) return false;
+  if (at::globalContext().deterministicAlgorithms() || compiled::LaunchRecording::active() ||
+      stream.held_by_current_thread() || config().launch_blocking() || Stream::running_queued_work()) {
+    return false;
+  }
+  const bool always = current == AdaptiveEagerMode::kAlways;
+  std::shared_ptr<const OpKernel> op = op_kernel(signature, build_ir);
+  if (!op->fusable) return false;
+  StreamRegion& state = region_of(stream);
+  std::lock_guard<std::mutex> lock(state.mutex);
+  // An open region takes every op that may join, even once the device ran
+  // dry: cutting it where the device happened to run dry would give a loop
+  // new region keys, and compiles, at every step. (A device that stays dry
+  // gets the region from the stream's worker, Stream::kDeferredPatience.)
+  if (!state.region.empty()) {
+    if (state.region.try_add(op_name, op, entry, args, shape, rank, iter)) {
+      counters.ops_held.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    submit_locked(stream, state);  // the op cannot join: it starts the next region
+  } else if (!always && !stream.has_pending_work()) {
+    return false;  // an idle device gets the op at once
+  }
+  if (!state.region.try_add(op_name, op, entry, args, shape, rank, iter)) return false;
+  stream.mark_deferred();
+  counters.ops_held.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace kiln::torch_integration::adaptive

@@ -1,0 +1,317 @@
+#include "kiln/aten/adaptive/held_region.h"
+
+#include <algorithm>
+
+#include "kiln/ir/builder.h"
+
+namespace kiln::torch_integration::adaptive {
+namespace {
+
+bool same_strides(const int64_t* a, const int64_t* b, const int64_t* sizes, int rank) {
+  for (int dim = 0; dim < rank; ++dim) {
+    if (sizes[dim] > 1 && a[dim] != b[dim]) return false;
+  }
+  return true;
+}
+
+// The bytes [begin, end) an operand of `dtype` at `data` with `strides`
+// touches over `sizes`.
+void byte_span(const char* data, ir::DType dtype, const int64_t* strides, const int64_t* sizes, int rank,
+               uintptr_t& begin, uintptr_t& end) {
+  int64_t low = 0, high = 0;
+  for (int dim = 0; dim < rank; ++dim) {
+    if (sizes[dim] <= 1) continue;
+    const int64_t reach = strides[dim] * (sizes[dim] - 1);
+    (reach < 0 ? low : high) += reach;
+  }
+  const int64_t element = ir::dtype_size(dtype);
+  begin = reinterpret_cast<uintptr_t>(data) + low * element;
+  end = reinterpret_cast<uintptr_t>(data) + (high + 1) * element;
+}
+
+bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end) {
+  return buffer.begin < end && begin < buffer.end;
+}
+
+}  // namespace
+
+bool uses_vector_math(ir::OpCode op) {
+  if (ir::opcode_is_special_function(op)) return true;
+  switch (op) {
+    case ir::OpCode::kExp: case ir::OpCode::kExp2: case ir::OpCode::kExpm1:
+    case ir::OpCode::kLog: case ir::OpCode::kLog2: case ir::OpCode::kLog10: case ir::OpCode::kLog1p:
+    case ir::OpCode::kSin: case ir::OpCode::kCos: case ir::OpCode::kTan:
+    case ir::OpCode::kAsin: case ir::OpCode::kAcos: case ir::OpCode::kAtan:
+    case ir::OpCode::kSinh: case ir::OpCode::kCosh: case ir::OpCode::kTanh:
+    case ir::OpCode::kAsinh: case ir::OpCode::kAcosh: case ir::OpCode::kAtanh:
+    case ir::OpCode::kErf: case ir::OpCode::kErfc: case ir::OpCode::kLgamma: case ir::OpCode::kSigmoid:
+    case ir::OpCode::kPower: case ir::OpCode::kAtan2: case ir::OpCode::kHypot:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_fusable(const ir::Kernel& kernel) {
+  if (kernel.kind != ir::KernelKind::kPointwise || !kernel.fixed_shape.empty() || kernel.single_threaded) {
+    return false;
+  }
+  if (kernel.results.size() != kernel.outputs.size()) return false;
+  for (ir::ValueId offset : kernel.store_offsets) {
+    if (offset != ir::kNoValue) return false;
+  }
+  for (bool accumulates : kernel.store_accumulates) {
+    if (accumulates) return false;
+  }
+  for (const ir::Node& node : kernel.nodes) {
+    if (uses_vector_math(node.op)) return false;
+    switch (node.op) {
+      case ir::OpCode::kIndexedLoad:
+      case ir::OpCode::kCoordinate:
+      case ir::OpCode::kLinearIndex:
+      case ir::OpCode::kRandomBits:
+      case ir::OpCode::kAccumulator:
+      case ir::OpCode::kAccumulatorIndex:
+        return false;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* strides,
+                                   const c10::Storage& storage, bool writes, std::vector<Buffer>& added,
+                                   std::vector<c10::Storage>& new_storages, bool& conflict) const {
+  uintptr_t begin = 0, end = 0;
+  byte_span(data, dtype, strides, sizes_, rank_, begin, end);
+  const int existing = static_cast<int>(buffers_.size());
+  int match = -1;
+  auto visit = [&](const Buffer& buffer, int index) {
+    if (!overlaps(buffer, begin, end)) return;
+    if (buffer.data == data && buffer.dtype == dtype && same_strides(buffer.strides, strides, sizes_, rank_)) {
+      match = index;
+      return;
+    }
+    // Another view of memory the region touches: fine while both only read it.
+    if (writes || buffer.written) conflict = true;
+  };
+  for (int index = 0; index < existing; ++index) visit(buffers_[index], index);
+  for (size_t index = 0; index < added.size(); ++index) visit(added[index], existing + static_cast<int>(index));
+  if (match >= 0 && writes) {
+    // Writing a buffer that was only read: no other view may overlap it.
+    for (int index = 0; index < existing + static_cast<int>(added.size()); ++index) {
+      const Buffer& other = index < existing ? buffers_[index] : added[index - existing];
+      if (index != match && overlaps(other, begin, end)) conflict = true;
+    }
+  }
+  if (match >= 0) return match;
+
+  Buffer buffer;
+  buffer.data = data;
+  buffer.dtype = dtype;
+  std::copy(strides, strides + rank_, buffer.strides);
+  buffer.begin = begin;
+  buffer.end = end;
+  const c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  int storage_index = -1;
+  for (size_t index = 0; index < storages_.size() && storage_index < 0; ++index) {
+    if (storages_[index].unsafeGetStorageImpl() == impl) storage_index = static_cast<int>(index);
+  }
+  for (size_t index = 0; index < new_storages.size() && storage_index < 0; ++index) {
+    if (new_storages[index].unsafeGetStorageImpl() == impl) {
+      storage_index = static_cast<int>(storages_.size() + index);
+    }
+  }
+  if (storage_index < 0) {
+    storage_index = static_cast<int>(storages_.size() + new_storages.size());
+    new_storages.push_back(storage);
+  }
+  buffer.storage = storage_index;
+  buffer.external = !writes;
+  added.push_back(buffer);
+  return existing + static_cast<int>(added.size()) - 1;
+}
+
+bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                         const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+                         const at::TensorIteratorBase& iter) {
+  const ir::Kernel& kernel = op->kernel;
+  if (!op->fusable || ops_.size() >= kMaxOps) return false;
+  if (ops_.empty()) {
+    rank_ = rank;
+    std::copy(args.sizes, args.sizes + rank, sizes_);
+  } else if (rank != rank_ || !std::equal(args.sizes, args.sizes + rank, sizes_)) {
+    return false;
+  }
+  const int scalar_count = static_cast<int>(kernel.scalars.size());
+  if (scalars_ + scalar_count > ir::kMaxScalars) return false;
+
+  // The iterator's tensor behind each kernel operand: inputs but CPU
+  // scalars, then outputs (launch_pointwise's order).
+  c10::SmallVector<int, 8> tensor_of;
+  for (int index = iter.noutputs(); index < iter.ntensors(); ++index) {
+    if (!iter.is_cpu_scalar(index)) tensor_of.push_back(index);
+  }
+  for (int index = 0; index < iter.noutputs(); ++index) tensor_of.push_back(index);
+  const size_t inputs = kernel.inputs.size();
+  if (tensor_of.size() != inputs + kernel.outputs.size()) return false;
+
+  HeldOp held;
+  held.op_name = op_name;
+  held.entry = entry;
+  held.args = args;
+  held.shape = shape;
+  held.first_scalar = scalars_;
+  std::vector<Buffer> added;
+  std::vector<c10::Storage> new_storages;
+  bool conflict = false;
+  for (size_t operand = 0; operand < tensor_of.size(); ++operand) {
+    const bool writes = operand >= inputs;
+    const ir::DType dtype = writes ? kernel.outputs[operand - inputs].dtype : kernel.inputs[operand].dtype;
+    held.buffers.push_back(find_or_add_buffer(args.data[operand], dtype, args.strides[operand],
+                                              iter.tensor_base(tensor_of[operand]).storage(), writes, added,
+                                              new_storages, conflict));
+    if (conflict) return false;
+  }
+  // The fused kernel's operands: every external buffer, every written one.
+  int operands = 0;
+  std::vector<bool> written(buffers_.size() + added.size(), false);
+  for (size_t index = 0; index < buffers_.size(); ++index) written[index] = buffers_[index].written;
+  for (size_t operand = inputs; operand < held.buffers.size(); ++operand) written[held.buffers[operand]] = true;
+  for (size_t index = 0; index < written.size(); ++index) {
+    const Buffer& buffer = index < buffers_.size() ? buffers_[index] : added[index - buffers_.size()];
+    operands += (buffer.external ? 1 : 0) + (written[index] ? 1 : 0);
+  }
+  if (operands > ir::kMaxOperands) return false;
+
+  for (Buffer& buffer : added) buffers_.push_back(buffer);
+  for (size_t index = 0; index < written.size(); ++index) buffers_[index].written = written[index];
+  for (c10::Storage& storage : new_storages) storages_.push_back(std::move(storage));
+  scalars_ += scalar_count;
+  held.op = std::move(op);
+  ops_.push_back(std::move(held));
+  return true;
+}
+
+bool HeldRegion::storage_alive(int index) const {
+  return storages_[buffers_[index].storage].use_count() > 1;
+}
+
+std::vector<bool> HeldRegion::stored_buffers() const {
+  std::vector<bool> stored(buffers_.size(), false);
+  for (size_t index = 0; index < buffers_.size(); ++index) {
+    stored[index] = buffers_[index].written && storage_alive(static_cast<int>(index));
+  }
+  return stored;
+}
+
+std::string HeldRegion::key(const std::vector<bool>& stored) const {
+  std::string key = "adaptive|r" + std::to_string(rank_);
+  for (const HeldOp& op : ops_) {
+    key += '|';
+    key += op.op->signature;
+    key += '(';
+    for (int buffer : op.buffers) key += std::to_string(buffer) + ',';
+    key += ')';
+  }
+  key += "|s";
+  for (bool store : stored) key += store ? '1' : '0';
+  return key;
+}
+
+ir::Kernel HeldRegion::fused_kernel(const std::vector<bool>& stored) const {
+  ir::Builder builder("adaptive_region", ir::KernelKind::kPointwise, rank_);
+  const size_t count = buffers_.size();
+  auto layout = [&](const Buffer& buffer) { return compiled::layout_class(buffer.strides[0], sizes_[0]); };
+  std::vector<int> input_of(count, -1);
+  for (size_t index = 0; index < count; ++index) {
+    if (buffers_[index].external) input_of[index] = builder.add_input(buffers_[index].dtype, layout(buffers_[index]));
+  }
+  for (const HeldOp& op : ops_) {
+    for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
+  }
+  // Per buffer: the last value an op stored (in the op's result dtype), and
+  // the value a load would read now (rounded to the buffer's dtype).
+  std::vector<ir::ValueId> written(count, ir::kNoValue), loaded(count, ir::kNoValue);
+  for (const HeldOp& op : ops_) {
+    const ir::Kernel& kernel = op.op->kernel;
+    std::vector<ir::ValueId> ids(kernel.nodes.size(), ir::kNoValue);
+    for (size_t node_index = 0; node_index < kernel.nodes.size(); ++node_index) {
+      const ir::Node& node = kernel.nodes[node_index];
+      if (node.op == ir::OpCode::kLoad) {
+        const int buffer = op.buffers[node.integer];
+        if (loaded[buffer] == ir::kNoValue) {
+          loaded[buffer] = written[buffer] != ir::kNoValue ? builder.cast(written[buffer], buffers_[buffer].dtype)
+                                                           : builder.load(input_of[buffer]);
+        }
+        ids[node_index] = loaded[buffer];
+      } else if (node.op == ir::OpCode::kScalar) {
+        ids[node_index] = builder.scalar(op.first_scalar + static_cast<int>(node.integer));
+      } else {
+        ir::Node copy = node;
+        for (ir::ValueId& arg : copy.args) {
+          if (arg != ir::kNoValue) arg = ids[arg];
+        }
+        ids[node_index] = builder.copy_node(copy);
+      }
+    }
+    const size_t inputs = kernel.inputs.size();
+    for (size_t output = 0; output < kernel.outputs.size(); ++output) {
+      const int buffer = op.buffers[inputs + output];
+      written[buffer] = ids[kernel.results[output]];
+      loaded[buffer] = ir::kNoValue;
+    }
+  }
+  for (size_t index = 0; index < count; ++index) {
+    if (stored[index]) builder.store(builder.add_output(buffers_[index].dtype, layout(buffers_[index])), written[index]);
+  }
+  return builder.finish();
+}
+
+LaunchArgs HeldRegion::fused_args(const std::vector<bool>& stored, compiled::LaunchShape& shape) const {
+  LaunchArgs args{};
+  int operand = 0;
+  const int64_t positions = ops_.front().shape.positions;
+  shape = compiled::LaunchShape{};
+  shape.positions = positions;
+  auto add = [&](const Buffer& buffer) {
+    args.data[operand] = buffer.data;
+    std::copy(buffer.strides, buffer.strides + rank_, args.strides[operand]);
+    shape.bytes += static_cast<size_t>(positions) * ir::dtype_size(buffer.dtype);
+    ++operand;
+  };
+  for (const Buffer& buffer : buffers_) {
+    if (buffer.external) add(buffer);
+  }
+  for (size_t index = 0; index < buffers_.size(); ++index) {
+    if (stored[index]) add(buffers_[index]);
+  }
+  std::copy(sizes_, sizes_ + rank_, args.sizes);
+  for (const HeldOp& op : ops_) {
+    const size_t scalars = op.op->kernel.scalars.size();
+    std::copy(op.args.scalars, op.args.scalars + scalars, args.scalars + op.first_scalar);
+  }
+  // Each position does every op's work: split over threads sooner.
+  shape.cost_per_position = std::max<int64_t>(operand, static_cast<int64_t>(ops_.size()));
+  return args;
+}
+
+size_t HeldRegion::bytes_not_stored(const std::vector<bool>& stored) const {
+  size_t bytes = 0;
+  const int64_t positions = ops_.empty() ? 0 : ops_.front().shape.positions;
+  for (size_t index = 0; index < buffers_.size(); ++index) {
+    if (buffers_[index].written && !stored[index]) bytes += static_cast<size_t>(positions) * ir::dtype_size(buffers_[index].dtype);
+  }
+  return bytes;
+}
+
+std::vector<c10::Storage> HeldRegion::release() {
+  ops_.clear();
+  buffers_.clear();
+  scalars_ = 0;
+  rank_ = 0;
+  return std::move(storages_);
+}
+
+}  // namespace kiln::torch_integration::adaptive

@@ -1,0 +1,144 @@
+// HeldRegion: pointwise ops the host dispatched but adaptive eager has not
+// submitted yet (adaptive_eager.h), and the one kernel that computes them all.
+//
+// Every op of a region iterates over the same index space (rank and sizes,
+// after TensorIterator coalesced and ordered it), so position p of one op
+// meets position p of every other. The operands of all ops are gathered into
+// buffers: two operands are one buffer when they have the same address,
+// dtype and strides, hence the same element at every position. A value an op
+// stores into a buffer that a later op reads is then handed over inside the
+// fused kernel, rounded to the buffer's dtype as the store and load would
+// round it: the fused kernel computes what the ops compute one by one, bit
+// for bit (docs/design/adaptive_eager.md says why, node by node).
+//
+// An op may not join when one of its operands overlaps a buffer of the region
+// without being that buffer, and one of the two is written (an in-place write
+// through another view, a read of a transposed result): the fused kernel would
+// reorder those accesses. It also may not join past the launch limits
+// (ir::kMaxOperands operands, ir::kMaxScalars scalars) or kMaxOps ops.
+//
+// The region keeps each operand's storage alive (one hold per storage) until
+// its work has run, so no address in it can be reused while it is held. At
+// submission, a buffer the region wrote is stored only if something outside
+// the region still holds its storage (storage_alive()): intermediates no
+// tensor can reach are computed in registers and never written.
+//
+// Ownership and threads: a plain value, guarded by its owner's lock.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+#include <c10/core/Storage.h>
+#include <c10/util/SmallVector.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/aten/compiled/launch/kernel_launch.h"
+#include "kiln/ir/kernel.h"
+
+namespace kiln::torch_integration::adaptive {
+
+// One op's kernel as its eager launch built it, with what adaptive eager
+// needs to know about it, shared by every held launch of its signature.
+struct OpKernel {
+  std::string signature;  // the eager kernel's signature (kernel_launch.h)
+  ir::Kernel kernel;
+  bool fusable = false;  // plain loads, scalars and arithmetic; one store per output
+};
+
+// One held launch.
+struct HeldOp {
+  const char* op_name = nullptr;
+  std::shared_ptr<const OpKernel> op;
+  KernelEntry entry = nullptr;  // the op's own kernel, for running it unfused
+  LaunchArgs args{};
+  compiled::LaunchShape shape;
+  c10::SmallVector<int, 6> buffers;  // buffer of each kernel operand, inputs then outputs
+  int first_scalar = 0;              // the region's scalar slot of the op's slot 0
+};
+
+struct Buffer {
+  char* data = nullptr;
+  ir::DType dtype = ir::DType::kFloat32;
+  int64_t strides[ir::kMaxRank] = {};  // elements, over the region's dims
+  uintptr_t begin = 0, end = 0;        // bytes it spans
+  int storage = 0;                     // index into HeldRegion::storages
+  bool external = false;               // read before the region wrote it: a kernel input
+  bool written = false;
+};
+
+class HeldRegion {
+ public:
+  static constexpr size_t kMaxOps = 32;
+
+  bool empty() const { return ops_.empty(); }
+  size_t size() const { return ops_.size(); }
+  const std::vector<HeldOp>& ops() const { return ops_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
+
+  // Adds the launch of `op` over `iter` (its operands and storages) with
+  // `args` and `shape` as launch_pointwise made them. Returns false, changing
+  // nothing, when the op may not join (see the top); an empty region takes
+  // any fusable op.
+  bool try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+               const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+               const at::TensorIteratorBase& iter);
+
+  // Whether a tensor outside the region still holds buffer `index`'s storage.
+  bool storage_alive(int index) const;
+
+  // The buffers the fused kernel stores: written, and alive.
+  std::vector<bool> stored_buffers() const;
+
+  // The fused kernel's cache key: the rank, each op's signature and the
+  // buffer of each of its operands (the wiring), and which buffers are
+  // stored. Not sizes, strides or scalar values: one key serves every shape.
+  std::string key(const std::vector<bool>& stored) const;
+
+  // The fused kernel: external buffers loaded, each op's nodes in order,
+  // values handed from op to op through their buffers, `stored` buffers
+  // stored once with their last value.
+  ir::Kernel fused_kernel(const std::vector<bool>& stored) const;
+
+  // The fused kernel's launch: external buffers, then stored ones, and every
+  // op's scalars in order.
+  LaunchArgs fused_args(const std::vector<bool>& stored, compiled::LaunchShape& shape) const;
+
+  // Bytes the fused kernel does not store (written buffers nobody holds).
+  size_t bytes_not_stored(const std::vector<bool>& stored) const;
+
+  // Empties the region, handing over its storage holds.
+  std::vector<c10::Storage> release();
+
+ private:
+  int find_or_add_buffer(char* data, ir::DType dtype, const int64_t* strides, const c10::Storage& storage,
+                         bool writes, std::vector<Buffer>& added, std::vector<c10::Storage>& new_storages,
+                         bool& conflict) const;
+
+  int rank_ = 0;
+  int64_t sizes_[ir::kMaxRank] = {};
+  int scalars_ = 0;
+  std::vector<HeldOp> ops_;
+  std::vector<Buffer> buffers_;
+  std::vector<c10::Storage> storages_;
+};
+
+// Whether `op` calls a math-library function that has a vector variant
+// (exp, log, tanh, erf, pow, ...; sigmoid through exp; the special
+// functions through their helpers). Kernels call glibc's vector math
+// (libmvec, within 4 ulp) in vectorised loops and scalar libm elsewhere: in
+// loop tails, and in loops the compiler keeps scalar (operands that alias,
+// as an in-place op's do, fail its runtime overlap check). Which of the two
+// an element gets thus depends on the loop around it, and a fused kernel's
+// loop differs from the op's own, so such ops are not fused: fusing them
+// would change results by an ulp here and there.
+bool uses_vector_math(ir::OpCode op);
+
+// Whether `kernel` may be fused: a pointwise kernel of loads, launch scalars,
+// constants and exactly rounded arithmetic (IEEE operations, sqrt, rounding,
+// comparisons, casts: the same bits vectorised or not), storing each output
+// once at the position.
+bool is_fusable(const ir::Kernel& kernel);
+
+}  // namespace kiln::torch_integration::adaptive

@@ -132,6 +132,19 @@ def test_an_event_marks_the_held_work(fusing):
     assert torch.equal(y.cpu(), torch.full((1000,), 3.0))
 
 
+def test_memory_of_a_held_region_returns_once_it_is_submitted(fusing):
+    x = torch.ones(256, 256, device="kiln")
+    torch.kiln.synchronize()
+    baseline = torch.kiln.memory_allocated()
+    y = x * 2 + 1  # held: the region keeps y's memory (and that of x * 2)
+    del y
+    held = torch.kiln.memory_allocated()
+    assert held >= baseline + 2 * x.numel() * 4
+    torch.kiln.current_stream().query()  # anything that reaches the stream submits the region
+    assert torch.kiln.memory_allocated() == baseline  # returned in stream order at once
+    torch.kiln.synchronize()
+
+
 def test_float_to_uint8_wraps_the_same_fused_or_not(fusing):
     # Fuzzing found this: C leaves (uint8_t)-0.9f undefined, and once the cast
     # and a use met in one fused function GCC skipped the wrap.

@@ -108,8 +108,12 @@ def check_a_training_loop_reusing_memory_matches_the_cpu():
 
 
 def in_fresh_process(check, *arguments):
+    # Adaptive eager off: a pointwise op launched behind queued work would be
+    # held in the stream's open region, which keeps its tensors' memory until
+    # the region is submitted (test_adaptive_eager.py checks that rule).
     command = [sys.executable, os.path.abspath(__file__), check, *arguments]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, KILN_ADAPTIVE_EAGER="0"))
     assert completed.returncode == 0, completed.stderr[-3000:]
 
 

@@ -57,7 +57,11 @@ void DeviceAllocator::copy_data(void* destination, const void* source, std::size
 bool reused_in_stream_order(const at::Tensor& tensor) {
   if (!tensor.defined()) return true;
   if (!tensor.is_privateuseone() || !tensor.has_storage()) return false;
-  const c10::DataPtr& data = tensor.storage().data_ptr();
+  return storage_reused_in_stream_order(tensor.storage());
+}
+
+bool storage_reused_in_stream_order(const c10::Storage& storage) {
+  const c10::DataPtr& data = storage.data_ptr();
   if (data.get() == nullptr) return true;
   const int device = data.device().index();
   if (device < 0 || device >= Runtime::kMaxDevices || data.get_deleter() != kDeleters[device]) return false;

@@ -67,13 +67,17 @@ class DeviceAllocator final : public c10::DeviceAllocator {
 // so the next op's output lands in memory still warm in the caches
 // (docs/design/memory.md). Undefined tensors need no hold either.
 bool reused_in_stream_order(const at::Tensor& tensor);
+// The same for the storage of a kiln tensor (what adaptive eager holds).
+bool storage_reused_in_stream_order(const c10::Storage& storage);
 
 // Removes from `tensors` those reused_in_stream_order; what is left (CPU
 // tensors, memory from elsewhere, and all of them on a device that has used
 // other streams) is what queued work must hold until it ran.
 template <typename Tensors>
 void drop_tensors_reused_in_stream_order(Tensors& tensors) {
-  tensors.erase(std::remove_if(tensors.begin(), tensors.end(), reused_in_stream_order), tensors.end());
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                               [](const at::Tensor& tensor) { return reused_in_stream_order(tensor); }),
+                tensors.end());
 }
 
 // The process-wide instance (a function-local static; it holds no state).

@@ -12,6 +12,7 @@
 
 #include "kiln/aten/adaptive/fused_region_cache.h"
 #include "kiln/aten/adaptive/held_region.h"
+#include "kiln/c10/device_allocator.h"
 
 namespace kiln::torch_integration::adaptive {
 
@@ -140,7 +141,17 @@ void submit_locked(Stream& stream, StreamRegion& state) {
     for (const HeldOp& op : region.ops()) launches.push_back(Launch{op.entry, op.args, op.shape});
     name = region.size() == 1 ? region.ops().front().op_name : kUnfusedRegionName;
   }
+  // Once queued, the work need not hold memory the allocator reuses in
+  // stream order (launch_kernel's rule): it goes back to the pool as soon as
+  // the host has dropped it, after the enqueue below (a block freed before
+  // would be fenced without this work).
   std::vector<c10::Storage> holds = region.release();
+  std::vector<c10::Storage> released;
+  auto reused = std::stable_partition(holds.begin(), holds.end(), [](const c10::Storage& storage) {
+    return !storage_reused_in_stream_order(storage);
+  });
+  released.assign(std::make_move_iterator(reused), std::make_move_iterator(holds.end()));
+  holds.erase(reused, holds.end());
   // Queued, never run inline: a submission from inside another call's
   // flush must not raise. Pointwise kernels report no failures.
   Status status = stream.enqueue(name, [launches = std::move(launches), holds = std::move(holds)]() {
@@ -148,6 +159,7 @@ void submit_locked(Stream& stream, StreamRegion& state) {
     return Status();
   });
   (void)status;  // a non-blocking stream's enqueue cannot fail
+  released.clear();
   stream.clear_deferred();
 }
 

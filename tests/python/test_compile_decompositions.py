@@ -307,3 +307,22 @@ def test_compiled_safe_softmax_makes_one_pass_fewer():
     # reduction over the input.
     stats = torch_kiln.compile_stats()
     assert stats["kernels"] == 1, stats
+
+
+def test_a_compiled_adam_step_without_foreach_takes_apart_dynamos_fma(fresh_compile_state):
+    # Dynamo turns addcmul_(..., value=) and addcdiv_ into Inductor's
+    # prims.fma with a Python float; Kiln decomposes it into mul and add.
+    torch.manual_seed(0)
+    cpu = [torch.nn.Parameter(torch.randn(16, 8)) for _ in range(2)]
+    kiln = [torch.nn.Parameter(p.detach().to("kiln")) for p in cpu]
+    for p, q in zip(cpu, kiln):
+        p.grad = torch.randn_like(p)
+        q.grad = p.grad.to("kiln")
+    cpu_optimizer = torch.optim.Adam(cpu, lr=1e-2, foreach=False)
+    kiln_optimizer = torch.optim.Adam(kiln, lr=1e-2, foreach=False)
+    step = torch.compile(kiln_optimizer.step, backend="kiln")
+    for _ in range(3):
+        cpu_optimizer.step()
+        step()
+    for p, q in zip(cpu, kiln):
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), atol=1e-6, rtol=1e-5)

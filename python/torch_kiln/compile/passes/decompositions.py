@@ -186,8 +186,18 @@ def _table():
     table[aten.max_pool2d_with_indices.default] = max_pool2d_with_indices
     table[aten.var_mean.correction] = var_mean
     table[aten._safe_softmax.default] = safe_softmax
+    # Dynamo rewrites addcmul_ and addcdiv_ with a value into Inductor's
+    # prims.fma(product, value, self), a Python float as `value`, which no
+    # kernel of a device outside Inductor accepts. Kiln takes it apart into a
+    # multiply and an add, the two roundings eager addcmul_ makes.
+    from torch._inductor import inductor_prims  # noqa: F401  (registers prims.fma)
+    table[torch.ops.prims.fma.default] = _fma
     table.update(foreach_decompositions())
     return table
+
+
+def _fma(a, b, c):
+    return a * b + c
 
 
 def decompositions():

@@ -104,11 +104,42 @@ def test_a_write_through_another_view_cuts_the_region(fusing):
     assert same_bits(base, twin)
 
 
-def test_transcendental_ops_are_not_fused(fusing):
-    x = torch.randn(100, device="kiln")
-    y = torch.exp(x * 2) + 1
-    assert same_bits(y, unfused(lambda t: torch.exp(t * 2) + 1, x))
-    assert torch_kiln.adaptive_eager_stats()["ops_fused"] == 0
+def test_math_functions_fuse_with_the_same_bits(fusing):
+    x = torch.randn(1000, device="kiln")
+    gelu = lambda t: 0.5 * t * (1.0 + torch.tanh(0.7978845608028654 * (t + 0.044715 * t * t * t)))  # noqa: E731
+    expected = unfused(gelu, x)
+    torch_kiln.reset_adaptive_eager_stats()
+    assert same_bits(gelu(x), expected)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["regions_fused"] == 1 and stats["ops_fused"] == 9, stats
+
+
+def test_special_functions_are_not_fused(fusing):
+    # Their C helpers call libm by loop position (held_region.h).
+    x = torch.rand(100, device="kiln")
+    chain = lambda t: torch.special.erfinv(t * 0.5) + 1  # noqa: E731
+    expected = unfused(chain, x)
+    torch_kiln.reset_adaptive_eager_stats()
+    assert same_bits(chain(x), expected)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["ops_held"] == 2 and stats["ops_fused"] == 0, stats
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_math_functions_give_the_same_bits_in_any_loop(dtype):
+    # Vector loop, its tail, a strided loop, one element at a time: every
+    # element goes through one implementation (compiler/codegen/vector_math.h).
+    x = ((torch.randn(1003) * 3).abs() + 0.05).to(dtype)
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+    for function in (torch.tanh, torch.erf, torch.log1p, torch.sin, lambda t: torch.pow(t, 1.7),
+                     lambda t: torch.atan2(t, t + 1)):
+        whole = function(x.to("kiln")).cpu()
+        shifted = function(x.to("kiln")[1:]).cpu()
+        strided = function(x.to("kiln")[::3]).cpu()
+        single = torch.cat([function(x[i:i + 1].to("kiln")).cpu() for i in range(0, 1003, 101)])
+        assert torch.equal(whole[1:].view(bits), shifted.view(bits))
+        assert torch.equal(whole[::3].view(bits), strided.view(bits))
+        assert torch.equal(whole[::101].view(bits), single.view(bits))
 
 
 def test_reading_a_result_on_the_host_submits_the_region(fusing):

@@ -35,22 +35,7 @@ bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end) {
 
 }  // namespace
 
-bool uses_vector_math(ir::OpCode op) {
-  if (ir::opcode_is_special_function(op)) return true;
-  switch (op) {
-    case ir::OpCode::kExp: case ir::OpCode::kExp2: case ir::OpCode::kExpm1:
-    case ir::OpCode::kLog: case ir::OpCode::kLog2: case ir::OpCode::kLog10: case ir::OpCode::kLog1p:
-    case ir::OpCode::kSin: case ir::OpCode::kCos: case ir::OpCode::kTan:
-    case ir::OpCode::kAsin: case ir::OpCode::kAcos: case ir::OpCode::kAtan:
-    case ir::OpCode::kSinh: case ir::OpCode::kCosh: case ir::OpCode::kTanh:
-    case ir::OpCode::kAsinh: case ir::OpCode::kAcosh: case ir::OpCode::kAtanh:
-    case ir::OpCode::kErf: case ir::OpCode::kErfc: case ir::OpCode::kLgamma: case ir::OpCode::kSigmoid:
-    case ir::OpCode::kPower: case ir::OpCode::kAtan2: case ir::OpCode::kHypot:
-      return true;
-    default:
-      return false;
-  }
-}
+bool calls_libm_by_position(ir::OpCode op) { return ir::opcode_is_special_function(op); }
 
 bool is_fusable(const ir::Kernel& kernel) {
   if (kernel.kind != ir::KernelKind::kPointwise || !kernel.fixed_shape.empty() || kernel.single_threaded) {
@@ -64,7 +49,7 @@ bool is_fusable(const ir::Kernel& kernel) {
     if (accumulates) return false;
   }
   for (const ir::Node& node : kernel.nodes) {
-    if (uses_vector_math(node.op)) return false;
+    if (calls_libm_by_position(node.op)) return false;
     switch (node.op) {
       case ir::OpCode::kIndexedLoad:
       case ir::OpCode::kCoordinate:

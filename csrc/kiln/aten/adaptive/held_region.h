@@ -124,21 +124,17 @@ class HeldRegion {
   std::vector<c10::Storage> storages_;
 };
 
-// Whether `op` calls a math-library function that has a vector variant
-// (exp, log, tanh, erf, pow, ...; sigmoid through exp; the special
-// functions through their helpers). Kernels call glibc's vector math
-// (libmvec, within 4 ulp) in vectorised loops and scalar libm elsewhere: in
-// loop tails, and in loops the compiler keeps scalar (operands that alias,
-// as an in-place op's do, fail its runtime overlap check). Which of the two
-// an element gets thus depends on the loop around it, and a fused kernel's
-// loop differs from the op's own, so such ops are not fused: fusing them
-// would change results by an ulp here and there.
-bool uses_vector_math(ir::OpCode op);
+// Whether `op`'s code calls libm functions whose bits depend on the loop
+// around the element: the special functions (erfinv, digamma, the Bessel
+// functions, ...), whose C helpers call libm as declared `simd`, so that a
+// vectorised loop takes libmvec's variant and a scalar one libm's. The common
+// functions (exp, log, tanh, erf, pow, ...) are routed through one
+// implementation per element (compiler/codegen/vector_math.h) and fuse.
+bool calls_libm_by_position(ir::OpCode op);
 
 // Whether `kernel` may be fused: a pointwise kernel of loads, launch scalars,
-// constants and exactly rounded arithmetic (IEEE operations, sqrt, rounding,
-// comparisons, casts: the same bits vectorised or not), storing each output
-// once at the position.
+// constants, arithmetic and routed math (the same bits vectorised or not),
+// storing each output once at the position.
 bool is_fusable(const ir::Kernel& kernel);
 
 }  // namespace kiln::torch_integration::adaptive

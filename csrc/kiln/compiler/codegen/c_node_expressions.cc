@@ -1,7 +1,10 @@
 #include "kiln/compiler/codegen/c_node_expressions.h"
 
+#include <set>
+
 #include "kiln/compiler/codegen/c_expressions.h"
 #include "kiln/compiler/codegen/special_prelude.h"
+#include "kiln/compiler/codegen/vector_math.h"
 
 namespace kiln::codegen {
 
@@ -43,6 +46,15 @@ std::string NodeExpressions::element(int index, const std::string& position) con
   return "";
 }
 
+std::string NodeExpressions::vector_math() const {
+  std::set<std::string> functions;
+  for (const Node& node : kernel_.nodes) {
+    std::string function = vector_math_call_of(node);
+    if (!function.empty()) functions.insert(function);
+  }
+  return vector_math_definitions(functions);
+}
+
 std::string NodeExpressions::special_preludes() const {
   bool needed[3] = {false, false, false};
   for (const Node& node : kernel_.nodes) {
@@ -62,7 +74,8 @@ std::string NodeExpressions::expression(const Node& node, const std::string& pos
   auto arg_type = [&](int slot) { return kernel_.nodes[node.args[slot]].dtype; };
   std::string m = math_suffix(type);
   auto call = [&](const std::string& name, int arity) {
-    std::string text = "__builtin_" + name + m + "(" + arg(0);
+    const char* prefix = is_vector_math_function(name) ? "kiln_vm_" : "__builtin_";
+    std::string text = prefix + name + m + "(" + arg(0);
     if (arity == 2) text += ", " + arg(1);
     return text + ")";
   };
@@ -147,7 +160,9 @@ std::string NodeExpressions::expression(const Node& node, const std::string& pos
     case OpCode::kRound: return call("nearbyint", 1);
     case OpCode::kTrunc: return call("trunc", 1);
     case OpCode::kFrac: return "(" + arg(0) + " - " + call("trunc", 1) + ")";
-    case OpCode::kSigmoid: return "kiln_sigmoid_" + std::string(helper_suffix(type)) + "(" + arg(0) + ")";
+    case OpCode::kSigmoid:
+      if (type == DType::kFloat64) return "(1.0 / (1.0 + kiln_vm_exp(-(" + arg(0) + "))))";
+      return "kiln_sigmoid_" + std::string(helper_suffix(type)) + "(" + arg(0) + ")";
     case OpCode::kDigamma: case OpCode::kErfinv: case OpCode::kErfcx: case OpCode::kNdtri:
     case OpCode::kLogNdtr: case OpCode::kBesselI0: case OpCode::kBesselI0Scaled:
     case OpCode::kBesselI1: case OpCode::kBesselI1Scaled: case OpCode::kBesselK0:

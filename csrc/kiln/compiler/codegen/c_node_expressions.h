@@ -33,6 +33,8 @@ class NodeExpressions {
   std::string expression(const ir::Node& node, const std::string& position, const std::string& linear) const;
   // The special-function parts (special_prelude.h) the kernel's nodes call.
   std::string special_preludes() const;
+  // The routed math functions (vector_math.h) the kernel's nodes call.
+  std::string vector_math() const;
 
  private:
   // A special function's call: on the node's own type for typed helpers,

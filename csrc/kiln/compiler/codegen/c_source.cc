@@ -33,6 +33,7 @@ class Emitter {
 
   std::string run(const std::string& entry) {
     out_ << c_prelude();
+    out_ << nodes_.vector_math();
     out_ << nodes_.special_preludes();
     out_ << "\n/*\n" << ir::print(kernel_) << "*/\n";
     if (fixed() && kernel_.kind == ir::KernelKind::kPointwise) {

@@ -41,6 +41,49 @@ KILN_SIMD_UNARY(exp) KILN_SIMD_UNARY(exp2) KILN_SIMD_UNARY(expm1) KILN_SIMD_UNAR
 KILN_SIMD_UNARY(erfc)
 KILN_SIMD_BINARY(atan2) KILN_SIMD_BINARY(pow) KILN_SIMD_BINARY(hypot)
 #endif
+/* Routed vector math (vector_math.h): generated code calls kiln_vm_<function>,
+   which each kernel defines through one reference variant of libmvec, the
+   widest this target has, so an element gets the same bits in a vector loop,
+   its tail, or a scalar loop. The special functions' helpers still call libm
+   as declared above. */
+#if defined(KILN_VECTOR_MATH) && defined(__x86_64__)
+#define KILN_VM_ROUTED 1
+#define KILN_VM_DECLARE __attribute__((simd("notinbranch"), const, nothrow, visibility("hidden")))
+typedef float kiln_vm_f4 __attribute__((vector_size(16)));
+typedef float kiln_vm_f8 __attribute__((vector_size(32)));
+typedef float kiln_vm_f16 __attribute__((vector_size(64)));
+typedef double kiln_vm_d2 __attribute__((vector_size(16)));
+typedef double kiln_vm_d4 __attribute__((vector_size(32)));
+typedef double kiln_vm_d8 __attribute__((vector_size(64)));
+#if defined(__AVX512F__)
+#define KILN_VM_FLOAT_LANES 16
+#define KILN_VM_DOUBLE_LANES 8
+typedef kiln_vm_f16 kiln_vm_floats;
+typedef kiln_vm_d8 kiln_vm_doubles;
+#define KILN_VM_REFERENCE_F1(name) _ZGVeN16v_##name
+#define KILN_VM_REFERENCE_F2(name) _ZGVeN16vv_##name
+#define KILN_VM_REFERENCE_D1(name) _ZGVeN8v_##name
+#define KILN_VM_REFERENCE_D2(name) _ZGVeN8vv_##name
+#elif defined(__AVX2__)
+#define KILN_VM_FLOAT_LANES 8
+#define KILN_VM_DOUBLE_LANES 4
+typedef kiln_vm_f8 kiln_vm_floats;
+typedef kiln_vm_d4 kiln_vm_doubles;
+#define KILN_VM_REFERENCE_F1(name) _ZGVdN8v_##name
+#define KILN_VM_REFERENCE_F2(name) _ZGVdN8vv_##name
+#define KILN_VM_REFERENCE_D1(name) _ZGVdN4v_##name
+#define KILN_VM_REFERENCE_D2(name) _ZGVdN4vv_##name
+#else
+#define KILN_VM_FLOAT_LANES 4
+#define KILN_VM_DOUBLE_LANES 2
+typedef kiln_vm_f4 kiln_vm_floats;
+typedef kiln_vm_d2 kiln_vm_doubles;
+#define KILN_VM_REFERENCE_F1(name) _ZGVbN4v_##name
+#define KILN_VM_REFERENCE_F2(name) _ZGVbN4vv_##name
+#define KILN_VM_REFERENCE_D1(name) _ZGVbN2v_##name
+#define KILN_VM_REFERENCE_D2(name) _ZGVbN2vv_##name
+#endif
+#endif
 /* GCC 12.2 miscompiles the lane loops of row reductions that widen 8-bit
    values to 64 bits inside the per-output loop (partial redundancy elimination
    after loop vectorisation); reductions turn that pass off. */
@@ -209,7 +252,6 @@ KILN_INTEGER_HELPERS(int64_t, uint64_t, 64, i64)
 
 KILN_FLOAT_HELPERS(float, f, f32)
 KILN_FLOAT_HELPERS(double, , f64)
-static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
 
 /* exp for float32 that the compiler can vectorise (libm's expf is a call per
    element): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6

@@ -8,13 +8,15 @@
 # make suite  runs the model suites (bench/bench_suite.py: every model, training and inference, in
 #             CPU eager, Inductor, kiln eager and kiln compiled) and re-renders docs/models.md (1-2 h)
 # make models-page  only re-renders docs/models.md from bench/results/suite.json
+# make fuzz-adaptive  runs FUZZ_PROGRAMS random op programs with adaptive eager off and on and compares
+#             every result bit for bit (tests/python/adaptive_fuzz.py; CI runs 50)
 VENV ?= $(HOME)/.cache/kiln/venv
 BUILD ?= build
 PYTHON := $(VENV)/bin/python
 export KILN_VENV := $(VENV)
 export KILN_BUILD_DIR := $(abspath $(BUILD))
 
-.PHONY: setup demo test test-cpp test-python bench performance operators suite models-page clean
+.PHONY: setup demo test test-cpp test-python bench performance operators suite models-page fuzz-adaptive clean
 
 setup:
 	@scripts/setup.sh
@@ -42,6 +44,7 @@ bench: setup
 	$(PYTHON) bench/bench_models.py --json $(BENCH_RESULTS)/models.json
 	$(PYTHON) bench/bench_library.py --json $(BENCH_RESULTS)/library.json
 	$(PYTHON) bench/bench_foreach.py --json $(BENCH_RESULTS)/foreach.json
+	$(PYTHON) bench/bench_adaptive_eager.py --json $(BENCH_RESULTS)/adaptive_eager.json
 	$(PYTHON) bench/bench_compile.py --json $(BENCH_RESULTS)/compile.json
 	$(PYTHON) bench/bench_allreduce.py --json $(BENCH_RESULTS)/allreduce.json
 	$(PYTHON) bench/bench_ddp.py --json $(BENCH_RESULTS)/ddp.json
@@ -66,6 +69,12 @@ suite: setup
 # Standard library only: needs no build.
 models-page:
 	python3 bench/render_models.py --results $(BENCH_RESULTS)/suite.json --output docs/models.md
+
+FUZZ_PROGRAMS ?= 1000
+FUZZ_SEED ?= 0
+
+fuzz-adaptive: setup
+	$(PYTHON) tests/python/adaptive_fuzz.py --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED)
 
 clean:
 	rm -rf $(BUILD) python/torch_kiln/_C*.so

@@ -129,6 +129,7 @@ def main(argv=None):
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from run_info import header
+    print("\n".join(header(sys.argv)), flush=True)
     chains = args.chains.split(",")
     samples = {chain: {mode: [] for mode in MODES} for chain in chains}
     last_stats = {}
@@ -153,8 +154,9 @@ def main(argv=None):
                      "adaptive_stats": last_stats.get(chain, {})})
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"run": header(sys.argv), "shape": [ROWS, COLS], "iterations": args.iterations,
-                       "rounds": args.rounds, "chains": rows}, handle, indent=1)
+            json.dump({"header": header(sys.argv), "args": vars(args),
+                       "results": {"shape": [ROWS, COLS], "iterations": args.iterations, "rounds": args.rounds,
+                                   "chains": rows}}, handle, indent=1)
     return 0
 
 

@@ -61,6 +61,9 @@ import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 MODES = ("cpu_eager", "inductor", "kiln_eager", "kiln_compiled")
+# Modes a run may name beside those: kiln eager with adaptive eager off
+# (KILN_ADAPTIVE_EAGER=0), what adaptive eager is measured against.
+EXTRA_MODES = ("kiln_eager_unfused",)
 REFERENCE = "cpu_eager_float64"  # the CPU in float64: what numerics are measured against
 FLOAT64 = "_float64"  # a mode's name with this suffix: that mode in float64, numerics only
 FLOAT64_MULTIPLIER = 3.0
@@ -148,9 +151,18 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
         synchronize()
         return output, loss
 
+    # Adaptive eager's region keys seen after each of the first steps: a
+    # key that appears after step 5 means compiles past the warm-up.
+    region_keys = []
+
+    def note_region_keys():
+        if kiln and len(region_keys) < 8:
+            region_keys.append(torch_kiln.adaptive_eager_stats()["region_keys"])
+
     start = time.perf_counter()
     output, loss = step()
     first_step = time.perf_counter() - start
+    note_region_keys()
     numerics = {"loss": loss.detach().cpu()}
     numerics.update({name: tensor.detach().cpu() for name, tensor in flatten_outputs(output)
                      if tensor.is_floating_point()})
@@ -168,15 +180,19 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
         done = 0
         while done < warmup or (time.perf_counter() < warm_until and done < MAX_STEPS):
             step()
+            note_region_keys()
             done += 1
         while len(times) < steps or (sum(times) < seconds and len(times) < MAX_STEPS):
             start = time.perf_counter()
             step()
             times.append(time.perf_counter() - start)
+            note_region_keys()
     peak_kib = _status_kib("VmHWM")
     return {"status": "ran", "first_step_s": first_step, "step_s": statistics.median(times) if times else None,
             "peak_memory_mb": max(peak_kib - base_kib, 0) / 1024,
             "fallback_ops": sorted(torch_kiln.get_fallback_ops()) if kiln else [],
+            "adaptive_eager": dict(torch_kiln.adaptive_eager_stats(), region_keys_by_step=region_keys)
+            if kiln and mode == "kiln_eager" else None,
             "description": workload.description}
 
 
@@ -213,6 +229,8 @@ def run_process(name, mode, task, args, directory, timing_only=False):
     command += ["--warmup", "0", "--steps", "0"] if mode.endswith(FLOAT64) else [
         "--warmup", str(args.warmup), "--steps", str(args.steps), "--seconds", str(args.seconds)]
     env = dict(os.environ, KILN_FALLBACK="silent")
+    if mode == "kiln_eager_unfused":
+        env["KILN_ADAPTIVE_EAGER"] = "0"
     if args.cache_dir:
         env.setdefault("KILN_CACHE_DIR", os.path.join(args.cache_dir, "kiln"))
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(args.cache_dir, "inductor"))
@@ -390,7 +408,8 @@ def summarize(results, models, tasks, modes):
                 return geometric_mean(ratios), len(ratios)
 
             for mode, baseline in (("kiln_eager", "cpu_eager"), ("kiln_compiled", "inductor"),
-                                   ("kiln_compiled", "cpu_eager"), ("inductor", "cpu_eager")):
+                                   ("kiln_compiled", "cpu_eager"), ("inductor", "cpu_eager"),
+                                   ("kiln_eager_unfused", "cpu_eager"), ("kiln_eager", "kiln_eager_unfused")):
                 if mode in modes and baseline in modes:
                     value, count = speedups(mode, baseline)
                     entry[f"{mode}_over_{baseline}"] = {"geomean": value, "models": count}
@@ -405,7 +424,7 @@ def parent_main(args):
     models = suite_models.select(args.models)
     tasks = [task for task in args.tasks.split(",") if task]
     modes = [mode for mode in args.modes.split(",") if mode]
-    for value, known, what in ((tasks, TASKS, "task"), (modes, MODES, "mode")):
+    for value, known, what in ((tasks, TASKS, "task"), (modes, MODES + EXTRA_MODES, "mode")):
         unknown = [item for item in value if item not in known]
         if unknown:
             raise SystemExit(f"unknown {what} {unknown}; known: {', '.join(known)}")

@@ -344,6 +344,60 @@ def render_foreach(results, args):
     return lines
 
 
+def render_adaptive_eager(results, args):
+    chains = results.get("chains", [])
+    modes = ["cpu", "kiln-unfused", "kiln-adaptive", "kiln-compiled"]
+    rows = []
+    for entry in chains:
+        us = entry["us"]
+        stats = entry.get("adaptive_stats") or {}
+        rows.append([entry["chain"]] + [number(us.get(mode)) for mode in modes] +
+                    [ratio_text(ratio_of(us.get("kiln-unfused"), us.get("kiln-adaptive"))),
+                     ratio_text(ratio_of(us.get("kiln-compiled"), us.get("kiln-adaptive"))),
+                     ratio_text(ratio_of(us.get("cpu"), us.get("kiln-adaptive"))),
+                     number(stats.get("region_keys"))])
+    rows.append(["geomean", "", "", "", ""] +
+                [ratio_text(geometric_mean([ratio_of(e["us"].get(a), e["us"].get("kiln-adaptive")) for e in chains]))
+                 for a in ("kiln-unfused", "kiln-compiled", "cpu")] + [""])
+    shape = results.get("shape", [])
+    lines = [f"float32 {' x '.join(str(size) for size in shape)}; {number(results.get('iterations'))} calls in a "
+             f"row, us per call, median of {number(results.get('rounds'))} rounds (one process per mode and round):",
+             ""]
+    lines += table(["chain"] + [f"{mode} us" for mode in modes] +
+                   ["unfused / adaptive", "compiled / adaptive", "cpu / adaptive", "region kernels"], rows)
+    return lines
+
+
+def render_adaptive_suite(results, args, data):
+    """bench_suite.py --modes kiln_eager_unfused,kiln_eager: adaptive eager on real models."""
+    summary = data.get("summary", {})
+    rows = []
+    for name, entry in summary.items():
+        def geomean(key):
+            return (entry.get(key) or {}).get("geomean")
+        rows.append([name, number(entry.get("models")), ratio_text(geomean("kiln_eager_unfused_over_cpu_eager")),
+                     ratio_text(geomean("kiln_eager_over_cpu_eager")),
+                     ratio_text(geomean("kiln_eager_over_kiln_eager_unfused"))])
+    lines = table(["suite, task", "models", "unfused / CPU eager", "adaptive / CPU eager", "adaptive / unfused"],
+                  rows)
+    first_steps, late_keys, worst = [], [], None
+    for model, entry in results.items():
+        for task, records in entry.get("tasks", {}).items():
+            on, off = records.get("kiln_eager", {}), records.get("kiln_eager_unfused", {})
+            if on.get("first_step_s") and off.get("first_step_s"):
+                first_steps.append(on["first_step_s"] / off["first_step_s"])
+                if worst is None or first_steps[-1] > worst[0]:
+                    worst = (first_steps[-1], f"{model} {task}")
+            keys = ((on.get("adaptive_eager") or {}).get("region_keys_by_step")) or []
+            if keys and len(keys) > 5 and keys[-1] != keys[4]:
+                late_keys.append(f"{model} {task} ({keys})")
+    if first_steps:
+        lines += ["", f"First step, adaptive / unfused (warm kernel caches): geomean "
+                      f"{ratio_text(geometric_mean(first_steps))}, worst {ratio_text(worst[0])} ({worst[1]})."]
+    lines += ["", "Region keys still new after step 5: " + (", ".join(late_keys) if late_keys else "none.")]
+    return lines
+
+
 def compile_modes(results, section, kind=None):
     """The modes of one bench_compile section, in the order the JSON has them."""
     modes = []
@@ -666,6 +720,21 @@ BENCHMARKS = [
               "float64 run, [benchmarks](reference/benchmarks.md#the-model-suites)); speed: the median step after "
               "warm-up, geometric means over the models that passed. Targets: every model passes in every mode; "
               "kiln compiled >= 1.1x Inductor and kiln eager >= 1.0x CPU eager per suite.", render_suite),
+    Benchmark("adaptive_eager", "bench_adaptive_eager.py", "Adaptive eager: hand-written chains",
+              "Pointwise chains written as their formulas (GELU's tanh and erf forms, RMSNorm, LayerNorm, "
+              "SwiGLU's activations) and an Adam step with `foreach=False`, in CPU eager, kiln eager with adaptive "
+              "eager off (`KILN_ADAPTIVE_EAGER=0`) and on, and `torch.compile(backend=\"kiln\")`, each mode in its "
+              "own process ([adaptive eager](design/adaptive_eager.md)). Targets: adaptive >= 2x unfused, and at "
+              "least as fast as compiled on the pure-pointwise chains.", render_adaptive_eager,
+              "Reductions are not fused yet, so RMSNorm and LayerNorm fuse only the pointwise runs between their "
+              "means; the compiled chains fuse those too. The Adam step's ops differ in size per parameter, so "
+              "each parameter's update is its own region."),
+    Benchmark("adaptive_suite", "bench_suite.py", "Adaptive eager on the model suites",
+              "The model suites in kiln eager with adaptive eager off and on (`--modes "
+              "kiln_eager_unfused,kiln_eager`), each (model, task, mode) in its own process, beside CPU eager. "
+              "Targets: adaptive / CPU eager >= 1.3x per suite, never below unfused by more than the noise, the "
+              "first step within 10 % of unfused, and no new region kernels after the fifth step.",
+              render_adaptive_suite),
     Benchmark("library", "bench_library.py", "Products, convolutions, FFT and linear algebra (library path)",
               "One op called over and over, kiln against the CPU's own kernel, each (mode, thread count) in its "
               "own process: `mm` from 64^3 to 4096^3, tall-skinny and wide products, a transformer's projections "
@@ -769,7 +838,7 @@ def render_section(benchmark, path):
     lines = [f"## {benchmark.title}", "", f"`bench/{benchmark.script}`: {benchmark.measures}", ""]
     lines += stamp(benchmark.name, fields) + [""]
     try:
-        if benchmark.render in (render_native_ops, render_suite):
+        if benchmark.render in (render_native_ops, render_suite, render_adaptive_suite):
             body = benchmark.render(results, args, data)
         else:
             body = benchmark.render(results, args)

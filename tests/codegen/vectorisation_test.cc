@@ -149,5 +149,20 @@ TEST(VectorisationTest, FixedShapeRowsNoOperandStepsThroughContiguouslyVectorise
   expect_element_loops_vectorise(kernel, "static void kiln_whole_rows");
 }
 
+// libm functions go through kiln_vm_<function> (codegen/vector_math.h): their
+// loops still vectorise, calling the routed vector variants.
+TEST(VectorisationTest, RoutedMathVectorises) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    Builder builder("routed_math", KernelKind::kPointwise, 1);
+    ValueId x = builder.load(builder.add_input(dtype, Layout::kContiguous));
+    ValueId y = builder.unary(OpCode::kTanh, x);
+    y = builder.binary(OpCode::kPower, builder.unary(OpCode::kAbs, y), x);
+    y = builder.binary(OpCode::kAtan2, y, builder.unary(OpCode::kErf, x));
+    builder.store(builder.add_output(dtype, Layout::kContiguous), y);
+    SCOPED_TRACE(dtype_name(dtype));
+    expect_element_loops_vectorise(builder.finish());
+  }
+}
+
 }  // namespace
 }  // namespace kiln::ir

@@ -176,6 +176,17 @@ def test_memory_of_a_held_region_returns_once_it_is_submitted(fusing):
     torch.kiln.synchronize()
 
 
+def test_the_profiler_shows_fused_regions(fusing):
+    x = torch.randn(1000, device="kiln")
+    torch.kiln.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        y = (x * 2 + 1).abs()
+        torch.kiln.synchronize()
+    names = {event.name for event in profile.events()}
+    assert "kiln::adaptive_region" in names, sorted(names)
+    assert same_bits(y, unfused(lambda t: (t * 2 + 1).abs(), x))
+
+
 def test_float_to_uint8_wraps_the_same_fused_or_not(fusing):
     # Fuzzing found this: C leaves (uint8_t)-0.9f undefined, and once the cast
     # and a use met in one fused function GCC skipped the wrap.

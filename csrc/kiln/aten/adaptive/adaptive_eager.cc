@@ -1,6 +1,7 @@
 #include "kiln/aten/adaptive/adaptive_eager.h"
 
 #include <ATen/Context.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <memory>
@@ -154,7 +155,9 @@ void submit_locked(Stream& stream, StreamRegion& state) {
   holds.erase(reused, holds.end());
   // Queued, never run inline: a submission from inside another call's
   // flush must not raise. Pointwise kernels report no failures.
-  Status status = stream.enqueue(name, [launches = std::move(launches), holds = std::move(holds)]() {
+  Status status = stream.enqueue(name, [name, launches = std::move(launches), holds = std::move(holds)]() {
+    // The profiler shows the region where it ran (the stream's worker).
+    RECORD_FUNCTION(name, c10::ArrayRef<const c10::IValue>());
     for (const Launch& launch : launches) compiled::run_now(launch.entry, launch.args, launch.shape);
     return Status();
   });

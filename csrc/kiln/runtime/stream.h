@@ -196,6 +196,13 @@ class Stream {
   bool completed(uint64_t count) const {
     return completed_.load(std::memory_order_acquire) >= count;
   }
+  // Queued items that have not finished (the one running included), read
+  // without the lock: how far the host is ahead of the device.
+  uint64_t items_in_flight() const {
+    const uint64_t done = completed_.load(std::memory_order_acquire);
+    const uint64_t queued = submitted_.load(std::memory_order_acquire);
+    return queued > done ? queued - done : 0;
+  }
   // Waits until everything queued so far has run, running it in the calling
   // thread as synchronize() does, but leaves a failure pending for the next
   // synchronize(). Must not be called while running this stream's work.

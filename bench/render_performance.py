@@ -727,8 +727,8 @@ BENCHMARKS = [
               "own process ([adaptive eager](design/adaptive_eager.md)). Targets: adaptive >= 2x unfused, and at "
               "least as fast as compiled on the pure-pointwise chains.", render_adaptive_eager,
               "Reductions are not fused yet, so RMSNorm and LayerNorm fuse only the pointwise runs between their "
-              "means; the compiled chains fuse those too. The Adam step's ops differ in size per parameter, so "
-              "each parameter's update is its own region."),
+              "means; the compiled chains fuse those too. Results are kept alive (a list of the calls' outputs), "
+              "so every call's output is stored: nothing is skipped as dead."),
     Benchmark("adaptive_suite", "bench_suite.py", "Adaptive eager on the model suites",
               "The model suites in kiln eager with adaptive eager off and on (`--modes "
               "kiln_eager_unfused,kiln_eager`), each (model, task, mode) in its own process, beside CPU eager. "

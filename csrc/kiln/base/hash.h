@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace kiln {
 
@@ -20,5 +22,16 @@ uint64_t hash_combine(uint64_t hash, uint64_t value);
 
 // 32 lowercase hex digits: a 128-bit digest of `bytes`.
 std::string digest_hex(std::string_view bytes);
+
+// An unordered_map keyed by std::string that a std::string_view looks up
+// without making a string (heterogeneous lookup): for the kernel signatures
+// the per-op hot path builds as views. std::hash, not the stable hash above:
+// these maps live in memory only.
+struct TransparentStringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+template <typename Value>
+using StringMap = std::unordered_map<std::string, Value, TransparentStringHash, std::equal_to<>>;
 
 }  // namespace kiln

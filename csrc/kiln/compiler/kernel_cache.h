@@ -26,6 +26,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "kiln/base/hash.h"
 #include "kiln/base/status.h"
 #include "kiln/compiler/toolchain.h"
 
@@ -101,11 +102,7 @@ class KernelCache {
   void reset_stats();
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-  };
-  using FunctionMap = std::unordered_map<std::string, void*, StringHash, std::equal_to<>>;
+  using FunctionMap = StringMap<void*>;
 
   StatusOr<void*> load_slow(const std::string& signature,
                             const std::function<StatusOr<KernelSource>()>& generate);

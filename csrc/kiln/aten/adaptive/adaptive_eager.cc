@@ -13,6 +13,7 @@
 
 #include "kiln/aten/adaptive/fused_region_cache.h"
 #include "kiln/aten/adaptive/held_region.h"
+#include "kiln/base/hash.h"
 #include "kiln/c10/device_allocator.h"
 
 namespace kiln::torch_integration::adaptive {
@@ -43,12 +44,8 @@ struct Counters {
 Counters counters;
 
 // The IR of each op signature held so far, built once per process.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
-};
 std::shared_mutex op_kernels_mutex;
-std::unordered_map<std::string, std::shared_ptr<const OpKernel>, StringHash, std::equal_to<>> op_kernels;
+StringMap<std::shared_ptr<const OpKernel>> op_kernels;
 
 std::shared_ptr<const OpKernel> op_kernel(std::string_view signature, c10::function_ref<ir::Kernel()> build_ir) {
   {

@@ -17,37 +17,20 @@ bool is_binary(std::string_view name) {
   return false;
 }
 
-// The libm name of a node's function, before the type suffix.
+// The libm name of a node's function, before the type suffix. Most opcodes
+// are named as their libm function (ops.cc).
 std::string_view function_of(const ir::Node& node) {
-  using ir::OpCode;
   switch (node.op) {
     // float32 exp (and sigmoid through it) is Kiln's own polynomial (prelude.cc).
-    case OpCode::kExp: return node.dtype == ir::DType::kFloat32 ? "" : "exp";
-    case OpCode::kSigmoid: return node.dtype == ir::DType::kFloat32 ? "" : "exp";
-    case OpCode::kExp2: return "exp2";
-    case OpCode::kExpm1: return "expm1";
-    case OpCode::kLog: return "log";
-    case OpCode::kLog2: return "log2";
-    case OpCode::kLog10: return "log10";
-    case OpCode::kLog1p: return "log1p";
-    case OpCode::kSin: return "sin";
-    case OpCode::kCos: return "cos";
-    case OpCode::kTan: return "tan";
-    case OpCode::kAsin: return "asin";
-    case OpCode::kAcos: return "acos";
-    case OpCode::kAtan: return "atan";
-    case OpCode::kSinh: return "sinh";
-    case OpCode::kCosh: return "cosh";
-    case OpCode::kTanh: return "tanh";
-    case OpCode::kAsinh: return "asinh";
-    case OpCode::kAcosh: return "acosh";
-    case OpCode::kAtanh: return "atanh";
-    case OpCode::kErf: return "erf";
-    case OpCode::kErfc: return "erfc";
-    case OpCode::kPower: return ir::is_floating(node.dtype) ? "pow" : "";
-    case OpCode::kAtan2: return "atan2";
-    case OpCode::kHypot: return "hypot";
-    default: return "";
+    case ir::OpCode::kExp:
+    case ir::OpCode::kSigmoid:
+      return node.dtype == ir::DType::kFloat32 ? "" : "exp";
+    case ir::OpCode::kPower:
+      return ir::is_floating(node.dtype) ? "pow" : "";
+    default: {
+      std::string_view name = ir::opcode_name(node.op);
+      return is_vector_math_function(name) ? name : "";
+    }
   }
 }
 

@@ -250,11 +250,6 @@ bool Stream::query() {
   return queue_.empty() && !worker_busy_ && !caller_busy_;
 }
 
-bool Stream::has_pending_work() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return !queue_.empty() || worker_busy_ || caller_busy_;
-}
-
 void Stream::wait_for_work(std::unique_lock<std::mutex>& lock) {
   auto ready = [this] {
     return (!queue_.empty() && !caller_busy_ && !takeover_.load(std::memory_order_relaxed)) ||

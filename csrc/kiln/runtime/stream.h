@@ -182,10 +182,6 @@ class Stream {
 
   // True when no queued work remains. Submits deferred work first.
   bool query();
-  // True while submitted work has not finished (queued, or running on the
-  // worker or in a caller). Unlike query() it submits nothing: adaptive
-  // eager asks it before it holds an op.
-  bool has_pending_work() const;
   // Whether the calling thread holds this stream through an InlineRegion.
   bool held_by_current_thread() const { return held_by_this_thread(); }
 

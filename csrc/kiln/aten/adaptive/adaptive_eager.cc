@@ -236,6 +236,10 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
     return false;
   }
   const bool always = current == AdaptiveEagerMode::kAlways;
+  // The common case first, without a lock or a lookup: no region open (the
+  // stream's deferred flag, set exactly while one is) and a device about to
+  // run dry. The check is repeated under the lock below.
+  if (!always && !stream.has_deferred() && stream.items_in_flight() < kHoldDepth) return false;
   std::shared_ptr<const OpKernel> op = op_kernel(signature, build_ir);
   if (!op->fusable) return false;
   StreamRegion& state = region_of(stream);

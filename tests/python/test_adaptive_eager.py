@@ -145,11 +145,13 @@ def test_math_functions_give_the_same_bits_in_any_loop(dtype):
 def test_reading_a_result_on_the_host_submits_the_region(fusing):
     x = torch.arange(10.0, device="kiln")
     y = x * 2 + 1
-    assert torch.kiln.current_stream().query() is not None
+    assert torch_kiln.adaptive_eager_stats()["regions_fused"] == 0  # still held
     assert y.tolist() == [2.0 * i + 1 for i in range(10)]
+    assert torch_kiln.adaptive_eager_stats()["regions_fused"] == 1
     z = x - 1
+    assert torch_kiln.adaptive_eager_stats()["single_ops"] == 0  # held
     print(z)  # printing reads too
-    torch.kiln.synchronize()
+    assert torch_kiln.adaptive_eager_stats()["single_ops"] >= 1  # (printing runs ops of its own)
     assert torch.equal(z.cpu(), torch.arange(10.0) - 1)
 
 
@@ -157,7 +159,9 @@ def test_an_event_marks_the_held_work(fusing):
     x = torch.ones(1000, device="kiln")
     y = x * 2 + 1
     event = torch.kiln.Event()
-    event.record()
+    assert torch_kiln.adaptive_eager_stats()["regions_fused"] == 0  # still held
+    event.record()  # submits the region before the event's marker
+    assert torch_kiln.adaptive_eager_stats()["regions_fused"] == 1
     event.synchronize()
     assert event.query()
     assert torch.equal(y.cpu(), torch.full((1000,), 3.0))

@@ -1,0 +1,59 @@
+"""The performance page's sections on adaptive eager (render_performance.py):
+hand-written chains (bench_adaptive_eager.py) and the model suites with
+adaptive eager on and off (bench_suite.py --modes kiln_eager_unfused,kiln_eager).
+Standard library only, as render_performance.py."""
+from render_performance import geometric_mean, number, ratio_of, ratio_text, table
+
+
+def chains_table(results):
+    chains = results.get("chains", [])
+    modes = ["cpu", "kiln-unfused", "kiln-adaptive", "kiln-compiled"]
+    rows = []
+    for entry in chains:
+        us = entry["us"]
+        stats = entry.get("adaptive_stats") or {}
+        rows.append([entry["chain"]] + [number(us.get(mode)) for mode in modes] +
+                    [ratio_text(ratio_of(us.get("kiln-unfused"), us.get("kiln-adaptive"))),
+                     ratio_text(ratio_of(us.get("kiln-compiled"), us.get("kiln-adaptive"))),
+                     ratio_text(ratio_of(us.get("cpu"), us.get("kiln-adaptive"))),
+                     number(stats.get("region_keys"))])
+    rows.append(["geomean", "", "", "", ""] +
+                [ratio_text(geometric_mean([ratio_of(e["us"].get(a), e["us"].get("kiln-adaptive")) for e in chains]))
+                 for a in ("kiln-unfused", "kiln-compiled", "cpu")] + [""])
+    shape = results.get("shape", [])
+    lines = [f"float32 {' x '.join(str(size) for size in shape)}; {number(results.get('iterations'))} calls in a "
+             f"row, us per call, median of {number(results.get('rounds'))} rounds (one process per mode and round):",
+             ""]
+    lines += table(["chain"] + [f"{mode} us" for mode in modes] +
+                   ["unfused / adaptive", "compiled / adaptive", "cpu / adaptive", "region kernels"], rows)
+    return lines
+
+
+def suite_table(results, data):
+    """bench_suite.py --modes kiln_eager_unfused,kiln_eager: adaptive eager on real models."""
+    summary = data.get("summary", {})
+    rows = []
+    for name, entry in summary.items():
+        def geomean(key):
+            return (entry.get(key) or {}).get("geomean")
+        rows.append([name, number(entry.get("models")), ratio_text(geomean("kiln_eager_unfused_over_cpu_eager")),
+                     ratio_text(geomean("kiln_eager_over_cpu_eager")),
+                     ratio_text(geomean("kiln_eager_over_kiln_eager_unfused"))])
+    lines = table(["suite, task", "models", "unfused / CPU eager", "adaptive / CPU eager", "adaptive / unfused"],
+                  rows)
+    first_steps, late_keys, worst = [], [], None
+    for model, entry in results.items():
+        for task, records in entry.get("tasks", {}).items():
+            on, off = records.get("kiln_eager", {}), records.get("kiln_eager_unfused", {})
+            if on.get("first_step_s") and off.get("first_step_s"):
+                first_steps.append(on["first_step_s"] / off["first_step_s"])
+                if worst is None or first_steps[-1] > worst[0]:
+                    worst = (first_steps[-1], f"{model} {task}")
+            keys = ((on.get("adaptive_eager") or {}).get("region_keys_by_step")) or []
+            if keys and len(keys) > 5 and keys[-1] != keys[4]:
+                late_keys.append(f"{model} {task} ({keys})")
+    if first_steps:
+        lines += ["", f"First step, adaptive / unfused (warm kernel caches): geomean "
+                      f"{ratio_text(geometric_mean(first_steps))}, worst {ratio_text(worst[0])} ({worst[1]})."]
+    lines += ["", "Region keys still new after step 5: " + (", ".join(late_keys) if late_keys else "none.")]
+    return lines

@@ -72,6 +72,10 @@ std::string convert(const std::string& text, DType from, DType to) {
   if (ir::is_floating(from) && (to == DType::kInt8 || to == DType::kInt16)) {
     return "((" + std::string(compute_type(to)) + ")(int32_t)(" + text + "))";
   }
+  // See KILN_OPAQUE_INT in the prelude: (float)(int)x must not become truncf(x).
+  if (!ir::is_floating(from) && from != DType::kBool && ir::is_floating(to)) {
+    return "((" + std::string(compute_type(to)) + ")KILN_OPAQUE_INT(" + text + "))";
+  }
   return "((" + std::string(compute_type(to)) + ")(" + text + "))";
 }
 

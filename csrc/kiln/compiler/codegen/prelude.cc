@@ -24,6 +24,19 @@ typedef struct {
 } kiln_launch_args;
 _Static_assert(sizeof(kiln_launch_args) == 8 * (16 + 8 + 128 + 8 + 2), "launch ABI");
 #define KILN_EXPORT __attribute__((visibility("default")))
+/* An integer converted to floating point goes through KILN_OPAQUE_INT: with
+   -fno-trapping-math GCC folds (float)(int)x into truncf(x) once both
+   conversions meet in one function (a fused kernel), which gives -0.0 for
+   x in (-1, 0) and no wrap out of range, where a store and a load between
+   them give +0.0. The barrier keeps the two conversions and vectorises. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_assoc_barrier)
+#define KILN_OPAQUE_INT(x) __builtin_assoc_barrier(x)
+#endif
+#endif
+#ifndef KILN_OPAQUE_INT
+#define KILN_OPAQUE_INT(x) (x)
+#endif
 /* With libmvec (the toolchain defines KILN_VECTOR_MATH when it links), libm's
    functions are declared `simd`, as glibc's math.h declares them under
    -ffast-math, so a loop calling __builtin_sinf & co. calls the vector

@@ -24,9 +24,10 @@ def set_adaptive_eager(mode):
 def adaptive_eager_stats():
     """Counters since the start or the last reset, as a dict:
 
-    ops_held          pointwise launches held in a region
+    ops_held          launches held in a region (pointwise ops, and reductions of their results)
     regions_fused     regions run as one fused kernel
-    ops_fused         ops in those regions
+    ops_fused         ops in those regions (a reduction and its prologue included)
+    reductions_fused  reductions run with their region's ops inside, as prologue
     regions_unfused   regions of 2+ ops run op by op (their kernel was compiling)
     single_ops        regions of one op
     bytes_not_stored  bytes of intermediates fused kernels did not store

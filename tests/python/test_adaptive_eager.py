@@ -80,6 +80,108 @@ def test_half_precision_intermediates_are_rounded_as_stored(fusing):
         assert same_bits(chain(x, y), unfused(chain, x, y))
 
 
+def rms_norm(t, w):
+    return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_a_reduction_runs_its_pointwise_prologue_inside_with_the_same_bits(fusing, dtype):
+    x = torch.randn(64, 300, device="kiln").to(dtype)
+    w = torch.randn(300, device="kiln").to(dtype)
+    expected = unfused(rms_norm, x, w)
+    result = rms_norm(x, w)
+    torch.kiln.synchronize()
+    assert same_bits(result, expected)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["reductions_fused"] == 1, stats
+    # x.pow(2) was computed inside the mean and never stored.
+    assert stats["bytes_not_stored"] >= x.numel() * x.element_size(), stats
+
+
+@pytest.mark.parametrize("case", ["columns", "transposed", "sliced", "broadcast_input", "all_dims"])
+def test_reductions_of_other_layouts_fuse_with_the_same_bits(fusing, case):
+    x = torch.randn(50, 70, device="kiln")
+    b = torch.randn(70, device="kiln")
+    function = {
+        "columns": lambda: ((x * b) + 1).sum(0),  # a column reduction, b broadcast
+        "transposed": lambda: (x.exp() * 2).t().amax(1),  # the reduction reads a transposed result
+        "sliced": lambda: (x.exp() * 2)[:, 10:40].sum(1),  # ... and a slice of it
+        "broadcast_input": lambda: (x * b).mean(1, keepdim=True) - x.sum(),
+        "all_dims": lambda: (x * x + 1).sum(),  # (not (x * b).sum(): no stride of b spans both dims)
+    }[case]
+    expected = unfused(function)
+    torch_kiln.reset_adaptive_eager_stats()
+    result = function()
+    torch.kiln.synchronize()
+    assert same_bits(result, expected)
+    assert torch_kiln.adaptive_eager_stats()["reductions_fused"] >= 1, torch_kiln.adaptive_eager_stats()
+
+
+def test_a_reduction_of_a_result_still_held_runs_after_the_stored_region(fusing):
+    x = torch.randn(40, 60, device="kiln")
+    squared = x * x  # held by this name: stored, so the mean runs on its own
+    mean = squared.mean(1)
+    torch.kiln.synchronize()
+    assert same_bits(squared, unfused(lambda: x * x))
+    assert same_bits(mean, unfused(lambda: (x * x).mean(1)))
+    assert torch_kiln.adaptive_eager_stats()["reductions_fused"] == 0
+
+
+def test_a_reduction_of_a_dead_square_of_a_held_result_computes_it_again(fusing):
+    # LayerNorm as its formula: `centred` is held, its square is not. The
+    # region stores `centred` alone; the mean computes the square again from
+    # x and the first mean instead of loading it.
+    x = torch.randn(64, 300, device="kiln")
+
+    def layer_norm(t):
+        centred = t - t.mean(-1, keepdim=True)
+        variance = (centred * centred).mean(-1, keepdim=True)
+        return centred / torch.sqrt(variance + 1e-5)
+
+    expected = unfused(layer_norm, x)
+    result = layer_norm(x)
+    torch.kiln.synchronize()
+    assert same_bits(result, expected)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["reductions_fused"] == 1, stats
+    assert stats["bytes_not_stored"] >= x.numel() * 4, stats
+
+
+def test_a_region_writing_its_input_in_place_does_not_compute_it_again(fusing):
+    x = torch.randn(40, 60, device="kiln")
+
+    def function(t):
+        t = t.clone()
+        t.mul_(2)  # the region writes what it read: its input is gone
+        kept = t + 1
+        return kept, (kept * t).sum(1)
+
+    expected = unfused(function, x)
+    torch_kiln.reset_adaptive_eager_stats()
+    result = function(x)
+    torch.kiln.synchronize()
+    assert all(same_bits(a, b) for a, b in zip(result, expected))
+    assert torch_kiln.adaptive_eager_stats()["reductions_fused"] == 0
+
+
+def test_a_reduction_writing_memory_the_held_ops_read_is_not_held(fusing):
+    x = torch.randn(8, 16, device="kiln")
+
+    def function():
+        y = x.clone()
+        # Row i's sum goes to y[7, i], which row 7's product reads: run inside
+        # the sum, the product would read sums instead of x.
+        torch.sum(y * 3, 1, out=y[7, :8])
+        return y
+
+    expected = unfused(function)
+    torch_kiln.reset_adaptive_eager_stats()
+    result = function()
+    torch.kiln.synchronize()
+    assert same_bits(result, expected)
+    assert torch_kiln.adaptive_eager_stats()["reductions_fused"] == 0
+
+
 def test_in_place_optimizer_step_matches(fusing):
     tensors = [torch.randn(1000, device="kiln") for _ in range(4)]
     copies = [t.clone() for t in tensors]
@@ -198,6 +300,24 @@ def test_float_to_uint8_wraps_the_same_fused_or_not(fusing):
     chain = lambda t: t.to(torch.uint8) + t  # noqa: E731
     assert same_bits(chain(x), unfused(chain, x))
     assert torch.equal(x.to(torch.uint8).cpu(), x.cpu().to(torch.uint8))
+
+
+@pytest.mark.parametrize("integer", [torch.int32, torch.int64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_float_through_an_integer_keeps_positive_zero_fused(fusing, dtype, integer):
+    # Found by the fuzzer: GCC folded (float)(int)x into truncf(x), -0.0 for
+    # x in (-1, 0), once the two casts met in one fused kernel.
+    x = torch.tensor([-0.75, -0.25, 0.5, -3.5, 2.0] * 20, dtype=dtype, device="kiln")
+    function = lambda t: t.to(integer).to(dtype).erf()  # noqa: E731
+    expected = function(x.cpu())
+    result = function(x)
+    torch.kiln.synchronize()
+    assert torch_kiln.adaptive_eager_stats()["regions_fused"] == 1
+    assert same_bits(result, unfused(function, x))
+    torch.testing.assert_close(result.cpu(), expected)  # erf: libmvec's, within its ulps
+    assert torch.equal(torch.signbit(result.cpu()), torch.signbit(expected))
+    compiled = torch.compile(function, backend="kiln")(x)
+    assert torch.equal(torch.signbit(compiled.cpu()), torch.signbit(expected))
 
 
 def test_off_and_deterministic_algorithms_hold_nothing():

@@ -39,26 +39,33 @@ struct Counters {
   std::atomic<uint64_t> ops_fused{0};
   std::atomic<uint64_t> regions_unfused{0};
   std::atomic<uint64_t> single_ops{0};
+  std::atomic<uint64_t> reductions_fused{0};
   std::atomic<uint64_t> bytes_not_stored{0};
 };
 Counters counters;
 
-// The IR of each op signature held so far, built once per process.
-std::shared_mutex op_kernels_mutex;
-StringMap<std::shared_ptr<const OpKernel>> op_kernels;
+// The IR of each op signature held so far, built once per process: one map
+// for pointwise kernels, one for reductions.
+struct OpKernels {
+  std::shared_mutex mutex;
+  StringMap<std::shared_ptr<const OpKernel>> kernels;
+};
+OpKernels pointwise_kernels, reduction_kernels;
 
-std::shared_ptr<const OpKernel> op_kernel(std::string_view signature, c10::function_ref<ir::Kernel()> build_ir) {
+std::shared_ptr<const OpKernel> op_kernel(OpKernels& map, std::string_view signature,
+                                          c10::function_ref<ir::Kernel()> build_ir,
+                                          bool (*fusable)(const ir::Kernel&)) {
   {
-    std::shared_lock<std::shared_mutex> lock(op_kernels_mutex);
-    auto found = op_kernels.find(signature);
-    if (found != op_kernels.end()) return found->second;
+    std::shared_lock<std::shared_mutex> lock(map.mutex);
+    auto found = map.kernels.find(signature);
+    if (found != map.kernels.end()) return found->second;
   }
   auto op = std::make_shared<OpKernel>();
   op->signature = std::string(signature);
   op->kernel = build_ir();
-  op->fusable = is_fusable(op->kernel);
-  std::unique_lock<std::shared_mutex> lock(op_kernels_mutex);
-  return op_kernels.emplace(op->signature, std::move(op)).first->second;
+  op->fusable = fusable(op->kernel);
+  std::unique_lock<std::shared_mutex> lock(map.mutex);
+  return map.kernels.emplace(op->signature, std::move(op)).first->second;
 }
 
 // A stream's open region.
@@ -103,30 +110,13 @@ struct Launch {
   compiled::LaunchShape shape;
 };
 
-// Hands the region over to the stream: one fused kernel when its key's
-// kernel is ready, else its ops one by one (and the kernel's compile starts
-// the first time its key is seen). Needs the region's lock.
-void submit_locked(Stream& stream, StreamRegion& state) {
-  HeldRegion& region = state.region;
-  if (region.empty()) {
-    stream.clear_deferred();
-    return;
-  }
-  SubmittingScope scope;
-  std::vector<Launch> launches;
-  const char* name = kFusedRegionName;
+// The launches of a region's ops, with `stored` buffers stored: one fused
+// kernel when its key's kernel is ready, else the ops one by one (and the
+// kernel's compile starts the first time its key is seen). Returns the name
+// the profiler shows.
+const char* add_region_launches(const HeldRegion& region, const std::vector<bool>& stored,
+                                std::vector<Launch>& launches) {
   if (region.size() >= 2) {
-    const std::vector<bool> stored = region.stored_buffers();
-    if (std::find(stored.begin(), stored.end(), true) == stored.end()) {
-      // No tensor holds anything the ops wrote, and pointwise ops do nothing
-      // else: there is nothing to run.
-      counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
-      counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
-      counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
-      region.release();
-      stream.clear_deferred();
-      return;
-    }
     KernelEntry fused = fused_kernel_for(region.key(stored), [&]() { return region.fused_kernel(stored); });
     if (fused != nullptr) {
       Launch launch{fused, {}, {}};
@@ -135,15 +125,93 @@ void submit_locked(Stream& stream, StreamRegion& state) {
       counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
       counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
       counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
-    } else {
-      counters.regions_unfused.fetch_add(1, std::memory_order_relaxed);
+      return kFusedRegionName;
     }
+    counters.regions_unfused.fetch_add(1, std::memory_order_relaxed);
   } else {
     counters.single_ops.fetch_add(1, std::memory_order_relaxed);
   }
-  if (launches.empty()) {
+  for (const HeldOp& op : region.ops()) launches.push_back(Launch{op.entry, op.args, op.shape});
+  return region.size() == 1 ? region.ops().front().op_name : kUnfusedRegionName;
+}
+
+// The launches of a region whose ops a reduction follows. When nothing the
+// ops wrote is held outside, one kernel runs the ops inside the reduction.
+// When results are held but not the one the reduction reads, and the ops
+// write none of their inputs, the ops run as a region storing what is held
+// and the reduction computes its input again from the region's inputs
+// (a LayerNorm's (x - mean) is held, its square is not): the square is
+// neither stored nor loaded. Otherwise the ops run as a region that also
+// stores what the reduction reads, then the reduction as it launched.
+const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> stored,
+                                   std::vector<Launch>& launches) {
+  const HeldReduction& reduction = *region.reduction();
+  const bool nothing_stored = std::find(stored.begin(), stored.end(), true) == stored.end();
+  bool source_held = false;
+  for (int source : reduction.sources) source_held = source_held || (source >= 0 && stored[source]);
+  const bool recompute = !nothing_stored && !source_held && region.writes_no_input();
+  if (nothing_stored || recompute) {
+    KernelEntry fused = fused_kernel_for(region.reduction_key(), [&]() { return region.fused_reduction_kernel(); });
+    KernelEntry region_kernel = nullptr;
+    if (recompute && region.size() >= 2) {
+      region_kernel = fused_kernel_for(region.key(stored), [&]() { return region.fused_kernel(stored); });
+    }
+    if (fused != nullptr && (!recompute || region.size() == 1 || region_kernel != nullptr)) {
+      if (region_kernel != nullptr) {
+        Launch launch{region_kernel, {}, {}};
+        launch.args = region.fused_args(stored, launch.shape);
+        launches.push_back(launch);
+      } else if (recompute) {
+        const HeldOp& op = region.ops().front();
+        launches.push_back(Launch{op.entry, op.args, op.shape});
+      }
+      Launch launch{fused, {}, {}};
+      launch.args = region.fused_reduction_args(launch.shape);
+      launches.push_back(launch);
+      counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.ops_fused.fetch_add(region.size() + 1, std::memory_order_relaxed);
+      counters.reductions_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
+      return kFusedRegionName;
+    }
+    // Compiling (or failed): everything one by one.
+    counters.regions_unfused.fetch_add(1, std::memory_order_relaxed);
     for (const HeldOp& op : region.ops()) launches.push_back(Launch{op.entry, op.args, op.shape});
-    name = region.size() == 1 ? region.ops().front().op_name : kUnfusedRegionName;
+  } else {
+    for (int source : reduction.sources) {
+      if (source >= 0) stored[source] = true;
+    }
+    add_region_launches(region, stored, launches);
+  }
+  launches.push_back(Launch{reduction.entry, reduction.args, reduction.shape});
+  return kUnfusedRegionName;
+}
+
+// Hands the region over to the stream (add_region_launches,
+// add_reduction_launches). Needs the region's lock.
+void submit_locked(Stream& stream, StreamRegion& state) {
+  HeldRegion& region = state.region;
+  if (region.empty()) {
+    stream.clear_deferred();
+    return;
+  }
+  SubmittingScope scope;
+  std::vector<Launch> launches;
+  const std::vector<bool> stored = region.stored_buffers();
+  const char* name = nullptr;
+  if (region.reduction()) {
+    name = add_reduction_launches(region, stored, launches);
+  } else if (region.size() >= 2 && std::find(stored.begin(), stored.end(), true) == stored.end()) {
+    // No tensor holds anything the ops wrote, and pointwise ops do nothing
+    // else: there is nothing to run.
+    counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
+    counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
+    counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
+    region.release();
+    stream.clear_deferred();
+    return;
+  } else {
+    name = add_region_launches(region, stored, launches);
   }
   // Once queued, the work need not hold memory the allocator reuses in
   // stream order (launch_kernel's rule): it goes back to the pool as soon as
@@ -206,6 +274,7 @@ Stats stats() {
   result.ops_fused = counters.ops_fused.load();
   result.regions_unfused = counters.regions_unfused.load();
   result.single_ops = counters.single_ops.load();
+  result.reductions_fused = counters.reductions_fused.load();
   result.bytes_not_stored = counters.bytes_not_stored.load();
   FusedRegionCacheStats cache = fused_region_cache_stats();
   result.region_keys = cache.keys;
@@ -221,6 +290,7 @@ void reset() {
   counters.ops_fused = 0;
   counters.regions_unfused = 0;
   counters.single_ops = 0;
+  counters.reductions_fused = 0;
   counters.bytes_not_stored = 0;
   clear_fused_region_cache();
 }
@@ -240,7 +310,7 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
   // stream's deferred flag, set exactly while one is) and a device about to
   // run dry. The check is repeated under the lock below.
   if (!always && !stream.has_deferred() && stream.items_in_flight() < kHoldDepth) return false;
-  std::shared_ptr<const OpKernel> op = op_kernel(signature, build_ir);
+  std::shared_ptr<const OpKernel> op = op_kernel(pointwise_kernels, signature, build_ir, is_fusable);
   if (!op->fusable) return false;
   StreamRegion& state = region_of(stream);
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -259,6 +329,23 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
   }
   if (!state.region.try_add(op_name, op, entry, args, shape, rank, iter)) return false;
   stream.mark_deferred();
+  counters.ops_held.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool hold_reduction_slow(Stream& stream, const char* op_name, std::string_view signature, KernelEntry entry,
+                         const LaunchArgs& args, const compiled::LaunchShape& shape, int rank, int input_count,
+                         c10::ArrayRef<at::Tensor> operands, c10::function_ref<ir::Kernel()> build_ir) {
+  if (mode() == AdaptiveEagerMode::kOff || shape.positions <= 0 || shape.cost_per_position <= 0) return false;
+  if (at::globalContext().deterministicAlgorithms() || compiled::LaunchRecording::active() ||
+      stream.held_by_current_thread() || config().launch_blocking() || Stream::running_queued_work()) {
+    return false;
+  }
+  std::shared_ptr<const OpKernel> op = op_kernel(reduction_kernels, signature, build_ir, is_fusable_reduction);
+  if (!op->fusable) return false;
+  StreamRegion& state = region_of(stream);
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!state.region.try_add_reduction(op_name, op, entry, args, shape, rank, input_count, operands)) return false;
   counters.ops_held.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -52,6 +52,7 @@ struct Stats {
   uint64_t ops_fused = 0;         // ops in those regions
   uint64_t regions_unfused = 0;   // regions of 2+ ops run op by op (kernel compiling, or failed)
   uint64_t single_ops = 0;        // regions of one op (nothing to fuse)
+  uint64_t reductions_fused = 0;  // reductions run with their region's ops as prologue
   uint64_t bytes_not_stored = 0;  // stores fused kernels skipped: intermediates nobody held
   // From the fused-region cache (fused_region_cache.h).
   uint64_t region_keys = 0;
@@ -71,6 +72,10 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
                          const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                          const at::TensorIteratorBase& iter, c10::function_ref<ir::Kernel()> build_ir);
 
+bool hold_reduction_slow(Stream& stream, const char* op_name, std::string_view signature, KernelEntry entry,
+                         const LaunchArgs& args, const compiled::LaunchShape& shape, int rank, int input_count,
+                         c10::ArrayRef<at::Tensor> operands, c10::function_ref<ir::Kernel()> build_ir);
+
 namespace detail {
 extern std::atomic<int> current_mode;
 }  // namespace detail
@@ -88,6 +93,23 @@ bool hold_pointwise(Stream& stream, const char* op_name, std::string_view signat
     return false;
   }
   return hold_pointwise_slow(stream, op_name, signature, entry, args, shape, rank, iter, build_ir);
+}
+
+// launch_reduction's hook: holds the launch of reduction kernel `entry`
+// (laid out as `args` over `rank` dims; `operands` are its inputs, the first
+// `input_count`, then its outputs) behind the stream's open region when it
+// reads what the region's ops wrote, so that the ops can run inside the
+// reduction as its prologue (held_region.h, HeldReduction). Returns true when
+// held; false when the caller must launch as usual. Never opens a region.
+template <typename BuildIr>
+bool hold_reduction(Stream& stream, const char* op_name, std::string_view signature, KernelEntry entry,
+                    const LaunchArgs& args, const compiled::LaunchShape& shape, int rank, int input_count,
+                    c10::ArrayRef<at::Tensor> operands, BuildIr&& build_ir) {
+  if (detail::current_mode.load(std::memory_order_relaxed) == static_cast<int>(AdaptiveEagerMode::kOff) ||
+      !stream.has_deferred()) {
+    return false;
+  }
+  return hold_reduction_slow(stream, op_name, signature, entry, args, shape, rank, input_count, operands, build_ir);
 }
 
 }  // namespace kiln::torch_integration::adaptive

@@ -14,6 +14,8 @@ bool same_strides(const int64_t* a, const int64_t* b, const int64_t* sizes, int 
   return true;
 }
 
+}  // namespace
+
 // The bytes [begin, end) an operand of `dtype` at `data` with `strides`
 // touches over `sizes`.
 void byte_span(const char* data, ir::DType dtype, const int64_t* strides, const int64_t* sizes, int rank,
@@ -32,8 +34,6 @@ void byte_span(const char* data, ir::DType dtype, const int64_t* strides, const 
 bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end) {
   return buffer.begin < end && begin < buffer.end;
 }
-
-}  // namespace
 
 bool calls_libm_by_position(ir::OpCode op) { return ir::opcode_is_special_function(op); }
 
@@ -122,7 +122,7 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
                          const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                          const at::TensorIteratorBase& iter) {
   const ir::Kernel& kernel = op->kernel;
-  if (!op->fusable || ops_.size() >= kMaxOps) return false;
+  if (!op->fusable || ops_.size() >= kMaxOps || reduction_) return false;
   if (ops_.empty()) {
     rank_ = rank;
     std::copy(args.sizes, args.sizes + rank, sizes_);
@@ -179,6 +179,11 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
   return true;
 }
 
+bool HeldRegion::writes_no_input() const {
+  return std::none_of(buffers_.begin(), buffers_.end(),
+                      [](const Buffer& buffer) { return buffer.external && buffer.written; });
+}
+
 bool HeldRegion::storage_alive(int index) const {
   return storages_[buffers_[index].storage].use_count() > 1;
 }
@@ -205,17 +210,8 @@ std::string HeldRegion::key(const std::vector<bool>& stored) const {
   return key;
 }
 
-ir::Kernel HeldRegion::fused_kernel(const std::vector<bool>& stored) const {
-  ir::Builder builder("adaptive_region", ir::KernelKind::kPointwise, rank_);
+std::vector<ir::ValueId> HeldRegion::replay_ops(ir::Builder& builder, const std::vector<int>& input_of) const {
   const size_t count = buffers_.size();
-  auto layout = [&](const Buffer& buffer) { return compiled::layout_class(buffer.strides[0], sizes_[0]); };
-  std::vector<int> input_of(count, -1);
-  for (size_t index = 0; index < count; ++index) {
-    if (buffers_[index].external) input_of[index] = builder.add_input(buffers_[index].dtype, layout(buffers_[index]));
-  }
-  for (const HeldOp& op : ops_) {
-    for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
-  }
   // Per buffer: the last value an op stored (in the op's result dtype), and
   // the value a load would read now (rounded to the buffer's dtype).
   std::vector<ir::ValueId> written(count, ir::kNoValue), loaded(count, ir::kNoValue);
@@ -248,10 +244,32 @@ ir::Kernel HeldRegion::fused_kernel(const std::vector<bool>& stored) const {
       loaded[buffer] = ir::kNoValue;
     }
   }
+  return written;
+}
+
+ir::Kernel HeldRegion::fused_kernel(const std::vector<bool>& stored) const {
+  ir::Builder builder("adaptive_region", ir::KernelKind::kPointwise, rank_);
+  const size_t count = buffers_.size();
+  auto layout = [&](const Buffer& buffer) { return compiled::layout_class(buffer.strides[0], sizes_[0]); };
+  std::vector<int> input_of(count, -1);
+  for (size_t index = 0; index < count; ++index) {
+    if (buffers_[index].external) input_of[index] = builder.add_input(buffers_[index].dtype, layout(buffers_[index]));
+  }
+  for (const HeldOp& op : ops_) {
+    for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
+  }
+  const std::vector<ir::ValueId> written = replay_ops(builder, input_of);
   for (size_t index = 0; index < count; ++index) {
     if (stored[index]) builder.store(builder.add_output(buffers_[index].dtype, layout(buffers_[index])), written[index]);
   }
   return builder.finish();
+}
+
+void HeldRegion::copy_scalars(LaunchArgs& args) const {
+  for (const HeldOp& op : ops_) {
+    const size_t scalars = op.op->kernel.scalars.size();
+    std::copy(op.args.scalars, op.args.scalars + scalars, args.scalars + op.first_scalar);
+  }
 }
 
 LaunchArgs HeldRegion::fused_args(const std::vector<bool>& stored, compiled::LaunchShape& shape) const {
@@ -273,10 +291,7 @@ LaunchArgs HeldRegion::fused_args(const std::vector<bool>& stored, compiled::Lau
     if (stored[index]) add(buffers_[index]);
   }
   std::copy(sizes_, sizes_ + rank_, args.sizes);
-  for (const HeldOp& op : ops_) {
-    const size_t scalars = op.op->kernel.scalars.size();
-    std::copy(op.args.scalars, op.args.scalars + scalars, args.scalars + op.first_scalar);
-  }
+  copy_scalars(args);
   // Each position does every op's work: split over threads sooner.
   shape.cost_per_position = std::max<int64_t>(operand, static_cast<int64_t>(ops_.size()));
   return args;
@@ -294,6 +309,7 @@ size_t HeldRegion::bytes_not_stored(const std::vector<bool>& stored) const {
 std::vector<c10::Storage> HeldRegion::release() {
   ops_.clear();
   buffers_.clear();
+  reduction_.reset();
   scalars_ = 0;
   rank_ = 0;
   return std::move(storages_);

@@ -31,10 +31,12 @@
 #include <c10/util/SmallVector.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kiln/aten/compiled/launch/kernel_launch.h"
+#include "kiln/ir/builder.h"
 #include "kiln/ir/kernel.h"
 
 namespace kiln::torch_integration::adaptive {
@@ -56,6 +58,32 @@ struct HeldOp {
   compiled::LaunchShape shape;
   c10::SmallVector<int, 6> buffers;  // buffer of each kernel operand, inputs then outputs
   int first_scalar = 0;              // the region's scalar slot of the op's slot 0
+};
+
+// A reduction held behind a region's ops, reading a buffer they wrote: when
+// nothing else the ops wrote is still held at submission, the ops become the
+// reduction's prologue, computed per element inside its loops, and the buffer
+// is never stored. The reduction keeps its own layout (kernel dims, lanes,
+// thread split) so it folds the same values in the same order as alone.
+struct HeldReduction {
+  const char* op_name = nullptr;
+  std::shared_ptr<const OpKernel> op;  // kind kReduction
+  KernelEntry entry = nullptr;         // the reduction's own kernel
+  LaunchArgs args{};
+  compiled::LaunchShape shape;
+  int rank = 0;
+  // Per kernel input: the region buffer whose values it reads (-1: a tensor
+  // the region does not write, loaded as the reduction loads it).
+  c10::SmallVector<int, 4> sources;
+  // Per region dim of the reduction's kernel dims: the region dim it steps
+  // through and by how many positions (the map from the reduction's index
+  // space to the region's), so that each region buffer gets strides over
+  // the reduction's dims.
+  int region_dim[ir::kMaxRank] = {};
+  int64_t region_step[ir::kMaxRank] = {};
+  // The region position of the reduction's first element (a reduction of a
+  // slice starts inside the buffer).
+  int64_t region_origin[ir::kMaxRank] = {};
 };
 
 struct Buffer {
@@ -85,6 +113,9 @@ class HeldRegion {
                const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                const at::TensorIteratorBase& iter);
 
+  // Whether no op writes a buffer the region reads before writing it.
+  bool writes_no_input() const;
+
   // Whether a tensor outside the region still holds buffer `index`'s storage.
   bool storage_alive(int index) const;
 
@@ -108,10 +139,37 @@ class HeldRegion {
   // Bytes the fused kernel does not store (written buffers nobody holds).
   size_t bytes_not_stored(const std::vector<bool>& stored) const;
 
+  // Holds the launch of reduction kernel `op` (laid out as `args`, with
+  // `input_count` inputs then outputs, all in `operands`) behind the ops.
+  // Returns false, changing nothing, unless some input reads a buffer the
+  // ops wrote through a map of index spaces (see HeldReduction), no output
+  // overlaps the region's memory, and the fused kernel stays within the
+  // launch limits. The region takes no op after it.
+  bool try_add_reduction(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                         const LaunchArgs& args, const compiled::LaunchShape& shape, int rank, int input_count,
+                         c10::ArrayRef<at::Tensor> operands);
+  const std::optional<HeldReduction>& reduction() const { return reduction_; }
+
+  // The fused reduction's key, kernel and launch (the ops as its prologue),
+  // for a region whose ops' results are all dead (stored_buffers() all false).
+  std::string reduction_key() const;
+  ir::Kernel fused_reduction_kernel() const;
+  LaunchArgs fused_reduction_args(compiled::LaunchShape& shape) const;
+
   // Empties the region, handing over its storage holds.
   std::vector<c10::Storage> release();
 
  private:
+  // Appends the nodes of every op to `builder`, each buffer's loads reading
+  // `input_of[buffer]`; returns each buffer's last written value.
+  std::vector<ir::ValueId> replay_ops(ir::Builder& builder, const std::vector<int>& input_of) const;
+  // A region buffer's strides over the held reduction's kernel dims, and
+  // its element at the reduction's first position.
+  void reduction_strides(const Buffer& buffer, int64_t* strides) const;
+  char* reduction_data(const Buffer& buffer) const;
+  // The region's scalars, in order, into `args` from slot 0.
+  void copy_scalars(LaunchArgs& args) const;
+
   int find_or_add_buffer(char* data, ir::DType dtype, const int64_t* strides, const c10::Storage& storage,
                          bool writes, std::vector<Buffer>& added, std::vector<c10::Storage>& new_storages,
                          bool& conflict) const;
@@ -122,7 +180,14 @@ class HeldRegion {
   std::vector<HeldOp> ops_;
   std::vector<Buffer> buffers_;
   std::vector<c10::Storage> storages_;
+  std::optional<HeldReduction> reduction_;
 };
+
+// The bytes [begin, end) an operand of `dtype` at `data` with `strides`
+// touches over `sizes` (`rank` dims).
+void byte_span(const char* data, ir::DType dtype, const int64_t* strides, const int64_t* sizes, int rank,
+               uintptr_t& begin, uintptr_t& end);
+bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end);
 
 // Whether `op`'s code calls libm functions whose bits depend on the loop
 // around the element: the special functions (erfinv, digamma, the Bessel
@@ -136,5 +201,7 @@ bool calls_libm_by_position(ir::OpCode op);
 // constants, arithmetic and routed math (the same bits vectorised or not),
 // storing each output once at the position.
 bool is_fusable(const ir::Kernel& kernel);
+// The same for a reduction kernel (its element and epilogue nodes).
+bool is_fusable_reduction(const ir::Kernel& kernel);
 
 }  // namespace kiln::torch_integration::adaptive

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kiln/aten/adaptive/adaptive_eager.h"
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/native/device_memory.h"
@@ -198,13 +199,17 @@ ReductionLayout lay_out_reduction(const char* op_name, const std::vector<at::Ten
 
 // Launches `entry` over `layout`'s kept positions, keeping `operands` alive
 // until it has run.
-void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayout& layout,
-                     const std::vector<at::Tensor>& operands) {
+LaunchShape shape_of(const ReductionLayout& layout) {
   LaunchShape shape;
   shape.positions = layout.positions;
   shape.cost_per_position = layout.cost;
   shape.bytes = layout.bytes;
-  launch_kernel_lazily(stream_of(operands.back()), op_name, entry, layout.args, shape, [&]() {
+  return shape;
+}
+
+void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayout& layout,
+                     const std::vector<at::Tensor>& operands) {
+  launch_kernel_lazily(stream_of(operands.back()), op_name, entry, layout.args, shape_of(layout), [&]() {
     return KeepAlive(operands.begin(), operands.end());
   });
 }
@@ -269,7 +274,7 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   ir::FixedShape fixed;
   if (spec.fixed_shape) fixed = fix_shape(signature, args, kernel_rank, operands);
 
-  KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
+  auto build_kernel = [&]() {
     ir::Builder builder(std::string(op_key), ir::KernelKind::kReduction, kernel_rank);
     ReductionContext context{builder, {}, {}, {}, {}};
     for (int index = 0; index < input_count; ++index) {
@@ -297,7 +302,15 @@ void launch_reduction(const char* op_name, std::string_view op_key,
     ir::Kernel kernel = builder.finish();
     kernel.fixed_shape = fixed;
     return kernel;
-  });
+  };
+  KernelEntry entry = kernel_for(signature.view(), op_name, build_kernel);
+  // Adaptive eager may hold the launch behind the pointwise ops it reads, to
+  // run them inside it.
+  if (!spec.fixed_shape &&
+      adaptive::hold_reduction(stream_of(operand_list.back()), op_name, signature.view(), entry, args,
+                               shape_of(layout), kernel_rank, input_count, operand_list, build_kernel)) {
+    return;
+  }
   launch_laid_out(op_name, entry, layout, operand_list);
 }
 

@@ -1,0 +1,288 @@
+// A reduction held behind a region's ops, and the fused kernel that runs the
+// ops as its prologue (held_region.h, HeldReduction).
+#include <algorithm>
+#include <utility>
+
+#include "kiln/aten/adaptive/held_region.h"
+
+namespace kiln::torch_integration::adaptive {
+namespace {
+
+bool is_plain_node(const ir::Node& node) {
+  if (calls_libm_by_position(node.op)) return false;
+  switch (node.op) {
+    case ir::OpCode::kIndexedLoad:
+    case ir::OpCode::kCoordinate:
+    case ir::OpCode::kLinearIndex:
+    case ir::OpCode::kRandomBits:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+bool is_fusable_reduction(const ir::Kernel& kernel) {
+  if (kernel.kind != ir::KernelKind::kReduction || !kernel.fixed_shape.empty() || kernel.single_threaded) {
+    return false;
+  }
+  if (kernel.reduction.op == ir::ReduceOp::kArgMax || kernel.reduction.op == ir::ReduceOp::kArgMin) return false;
+  if (kernel.results.size() != kernel.outputs.size()) return false;
+  for (ir::ValueId offset : kernel.store_offsets) {
+    if (offset != ir::kNoValue) return false;
+  }
+  return std::all_of(kernel.nodes.begin(), kernel.nodes.end(), is_plain_node);
+}
+
+// Maps the reduction's index space onto the region's through buffer `buffer`,
+// which the reduction reads with `strides` over `sizes` (`rank` dims) from
+// element `first` of the buffer. The buffer must be dense over the region
+// (its strides, ordered, are the running products of the sizes), so an
+// element's offset names one region position: `first` names the origin o.
+// Each reduction dim must then step through one region dim by a whole number
+// of positions, and the steps of the dims sharing a region dim must stay
+// inside it: position x of the reduction reads what the region stored at
+// c[i] = o[i] + the sum of x[k] * step[k] over the dims k in region dim i,
+// whose offset sum(c[i] * buffer stride[i]) is the reduction's own
+// first + sum(x[k] * strides[k]). Any buffer's element at c is then at its
+// sum(o[i] * stride[i]) plus sum(x[k] * step[k] * stride[i]): its origin and
+// strides over the reduction's dims.
+static bool map_index_space(const Buffer& buffer, const int64_t* region_sizes, int region_rank, int64_t first,
+                            const int64_t* strides, const int64_t* sizes, int rank, HeldReduction& held) {
+  int order[ir::kMaxRank];
+  int dims = 0;
+  for (int dim = 0; dim < region_rank; ++dim) {
+    if (region_sizes[dim] > 1) order[dims++] = dim;
+  }
+  // By stride (an insertion sort: at most kMaxRank dims, and GCC 12 warns
+  // about std::sort's unrolled paths on so small an array).
+  for (int index = 1; index < dims; ++index) {
+    for (int at = index; at > 0 && buffer.strides[order[at]] < buffer.strides[order[at - 1]]; --at) {
+      std::swap(order[at], order[at - 1]);
+    }
+  }
+  int64_t expected = 1;
+  for (int index = 0; index < dims; ++index) {
+    if (buffer.strides[order[index]] != expected) return false;
+    expected *= region_sizes[order[index]];
+  }
+  int64_t reach[ir::kMaxRank] = {};
+  if (first < 0 || first >= expected) return false;
+  for (int index = dims - 1; index >= 0; --index) {
+    const int region_dim = order[index];
+    held.region_origin[region_dim] = first / buffer.strides[region_dim];
+    reach[region_dim] = held.region_origin[region_dim];
+    first %= buffer.strides[region_dim];
+  }
+  for (int dim = 0; dim < rank; ++dim) {
+    held.region_dim[dim] = -1;
+    held.region_step[dim] = 0;
+    if (sizes[dim] <= 1 || strides[dim] == 0) continue;  // one element, or the same one again
+    if (strides[dim] < 0) return false;
+    int found = -1;
+    for (int index = 0; index < dims && found < 0; ++index) {
+      const int region_dim = order[index];
+      const int64_t stride = buffer.strides[region_dim];
+      if (stride <= strides[dim] && strides[dim] / stride < region_sizes[region_dim]) found = region_dim;
+    }
+    if (found < 0 || strides[dim] % buffer.strides[found] != 0) return false;
+    held.region_dim[dim] = found;
+    held.region_step[dim] = strides[dim] / buffer.strides[found];
+    reach[found] += (sizes[dim] - 1) * held.region_step[dim];
+  }
+  for (int dim = 0; dim < region_rank; ++dim) {
+    if (reach[dim] >= std::max<int64_t>(region_sizes[dim], 1)) return false;
+  }
+  return true;
+}
+
+bool HeldRegion::try_add_reduction(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                                   const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+                                   int input_count, c10::ArrayRef<at::Tensor> operands) {
+  if (ops_.empty() || reduction_ || !op->fusable) return false;
+  const ir::Kernel& kernel = op->kernel;
+  if (static_cast<int>(kernel.inputs.size()) != input_count ||
+      kernel.inputs.size() + kernel.outputs.size() != operands.size()) {
+    return false;
+  }
+  if (scalars_ + kernel.scalars.size() > static_cast<size_t>(ir::kMaxScalars)) return false;
+  HeldReduction held;
+  held.op_name = op_name;
+  held.entry = entry;
+  held.args = args;
+  held.shape = shape;
+  held.rank = rank;
+  int mapped = -1;  // the first input read from a buffer the ops wrote
+  for (int index = 0; index < static_cast<int>(operands.size()); ++index) {
+    const bool output = index >= input_count;
+    const ir::DType dtype = output ? kernel.outputs[index - input_count].dtype : kernel.inputs[index].dtype;
+    uintptr_t begin = 0, end = 0;
+    byte_span(args.data[index], dtype, args.strides[index], args.sizes, rank, begin, end);
+    int source = -1;
+    for (size_t buffer = 0; buffer < buffers_.size(); ++buffer) {
+      if (!overlaps(buffers_[buffer], begin, end)) continue;
+      // The reduction stores after the ops' loads of the same position have
+      // run in the fused kernel, but not after those of other positions.
+      if (output) return false;
+      if (!buffers_[buffer].written) continue;  // both only read it
+      if (source >= 0) return false;
+      source = static_cast<int>(buffer);
+    }
+    if (output) continue;
+    if (source >= 0) {
+      const Buffer& buffer = buffers_[source];
+      const int64_t element = ir::dtype_size(dtype);
+      const std::ptrdiff_t bytes = args.data[index] - buffer.data;
+      if (buffer.dtype != dtype || bytes % element != 0) return false;
+      if (mapped < 0) {
+        if (!map_index_space(buffer, sizes_, rank_, bytes / element, args.strides[index], args.sizes, rank, held)) {
+          return false;
+        }
+        mapped = index;
+      } else if (args.data[index] != args.data[mapped] ||
+                 !std::equal(args.strides[index], args.strides[index] + rank, args.strides[mapped])) {
+        return false;
+      }
+    }
+    held.sources.push_back(source);
+  }
+  if (mapped < 0) return false;
+  int kernel_operands = static_cast<int>(kernel.outputs.size());
+  for (const Buffer& buffer : buffers_) kernel_operands += buffer.external ? 1 : 0;
+  for (int source : held.sources) kernel_operands += source < 0 ? 1 : 0;
+  if (kernel_operands > ir::kMaxOperands) return false;
+
+  // Keep every operand's storage until the work has run (one hold each: the
+  // inputs read from the region share its buffers' storages).
+  for (const at::Tensor& operand : operands) {
+    const c10::StorageImpl* impl = operand.storage().unsafeGetStorageImpl();
+    const bool held_already = std::any_of(storages_.begin(), storages_.end(), [&](const c10::Storage& storage) {
+      return storage.unsafeGetStorageImpl() == impl;
+    });
+    if (!held_already) storages_.push_back(operand.storage());
+  }
+  held.op = std::move(op);
+  reduction_ = std::move(held);
+  return true;
+}
+
+void HeldRegion::reduction_strides(const Buffer& buffer, int64_t* strides) const {
+  const HeldReduction& held = *reduction_;
+  for (int dim = 0; dim < held.rank; ++dim) {
+    strides[dim] = held.region_dim[dim] < 0 ? 0 : held.region_step[dim] * buffer.strides[held.region_dim[dim]];
+  }
+}
+
+char* HeldRegion::reduction_data(const Buffer& buffer) const {
+  int64_t offset = 0;
+  for (int dim = 0; dim < rank_; ++dim) offset += reduction_->region_origin[dim] * buffer.strides[dim];
+  return buffer.data + offset * ir::dtype_size(buffer.dtype);
+}
+
+namespace {
+
+// The layout class of an operand of a reduction kernel: along its vectorised
+// dim (the first reduced one for a row reduction, dim 0 for a column one).
+ir::Layout reduction_layout(const ir::Kernel& kernel, const LaunchArgs& args, const int64_t* strides) {
+  const int dim = kernel.reduction.inner ? kernel.kept_rank : 0;
+  return compiled::layout_class(strides[dim], args.sizes[dim]);
+}
+
+}  // namespace
+
+std::string HeldRegion::reduction_key() const {
+  const HeldReduction& held = *reduction_;
+  std::string key = this->key(std::vector<bool>(buffers_.size(), false));
+  key += "|reduce|";
+  key += held.op->signature;
+  key += '(';
+  for (int source : held.sources) key += std::to_string(source) + ',';
+  key += ")|";
+  int64_t strides[ir::kMaxRank];
+  for (const Buffer& buffer : buffers_) {
+    if (!buffer.external) continue;
+    reduction_strides(buffer, strides);
+    key += static_cast<char>(reduction_layout(held.op->kernel, held.args, strides));
+  }
+  return key;
+}
+
+ir::Kernel HeldRegion::fused_reduction_kernel() const {
+  const HeldReduction& held = *reduction_;
+  const ir::Kernel& kernel = held.op->kernel;
+  ir::Builder builder("adaptive_reduction", ir::KernelKind::kReduction, held.rank);
+  std::vector<int> input_of(buffers_.size(), -1);
+  int64_t strides[ir::kMaxRank];
+  for (size_t index = 0; index < buffers_.size(); ++index) {
+    if (!buffers_[index].external) continue;
+    reduction_strides(buffers_[index], strides);
+    input_of[index] = builder.add_input(buffers_[index].dtype, reduction_layout(kernel, held.args, strides));
+  }
+  std::vector<int> own_input(kernel.inputs.size(), -1);
+  for (size_t input = 0; input < kernel.inputs.size(); ++input) {
+    if (held.sources[input] < 0) own_input[input] = builder.add_input(kernel.inputs[input].dtype, kernel.inputs[input].layout);
+  }
+  for (const HeldOp& op : ops_) {
+    for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
+  }
+  for (ir::DType dtype : kernel.scalars) builder.add_scalar(dtype);
+  const std::vector<ir::ValueId> written = replay_ops(builder, input_of);
+  // The reduction's nodes, its loads of the ops' results replaced by the
+  // values the ops computed, rounded to the buffer's dtype as a store and a
+  // load would round them.
+  std::vector<ir::ValueId> ids(kernel.nodes.size(), ir::kNoValue);
+  for (size_t node_index = 0; node_index < kernel.nodes.size(); ++node_index) {
+    const ir::Node& node = kernel.nodes[node_index];
+    if (node.op == ir::OpCode::kLoad) {
+      const int source = held.sources[node.integer];
+      ids[node_index] = source >= 0 ? builder.cast(written[source], buffers_[source].dtype)
+                                    : builder.load(own_input[node.integer]);
+    } else if (node.op == ir::OpCode::kScalar) {
+      ids[node_index] = builder.scalar(scalars_ + static_cast<int>(node.integer));
+    } else {
+      ir::Node copy = node;
+      for (ir::ValueId& arg : copy.args) {
+        if (arg != ir::kNoValue) arg = ids[arg];
+      }
+      ids[node_index] = builder.copy_node(copy);
+    }
+  }
+  builder.reduce(kernel.reduction.op, ids[kernel.reduction.input], kernel.kept_rank, kernel.reduction.inner);
+  for (size_t output = 0; output < kernel.outputs.size(); ++output) {
+    builder.store(builder.add_output(kernel.outputs[output].dtype, kernel.outputs[output].layout),
+                  ids[kernel.results[output]]);
+  }
+  return builder.finish();
+}
+
+LaunchArgs HeldRegion::fused_reduction_args(compiled::LaunchShape& shape) const {
+  const HeldReduction& held = *reduction_;
+  const ir::Kernel& kernel = held.op->kernel;
+  const int inputs = static_cast<int>(kernel.inputs.size());
+  LaunchArgs args{};
+  shape = held.shape;
+  int operand = 0;
+  for (const Buffer& buffer : buffers_) {
+    if (!buffer.external) continue;
+    args.data[operand] = reduction_data(buffer);
+    reduction_strides(buffer, args.strides[operand]);
+    shape.bytes += static_cast<size_t>(ops_.front().shape.positions) * ir::dtype_size(buffer.dtype);
+    ++operand;
+  }
+  auto add_own = [&](int index) {
+    args.data[operand] = held.args.data[index];
+    std::copy(held.args.strides[index], held.args.strides[index] + held.rank, args.strides[operand]);
+    ++operand;
+  };
+  for (int input = 0; input < inputs; ++input) {
+    if (held.sources[input] < 0) add_own(input);
+  }
+  for (size_t output = 0; output < kernel.outputs.size(); ++output) add_own(inputs + static_cast<int>(output));
+  std::copy(held.args.sizes, held.args.sizes + held.rank, args.sizes);
+  copy_scalars(args);
+  std::copy(held.args.scalars, held.args.scalars + kernel.scalars.size(), args.scalars + scalars_);
+  return args;
+}
+
+}  // namespace kiln::torch_integration::adaptive

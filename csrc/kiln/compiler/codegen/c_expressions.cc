@@ -59,6 +59,20 @@ std::string real_literal(double number, DType dtype) {
 }
 
 // Converts C expression `text` of compute dtype `from` into compute dtype `to`.
+namespace {
+
+// `text` (of floating dtype `from`) truncated to a `bits`-bit integer, the
+// minimum for NaN and values out of range.
+std::string float_to_integer(const std::string& text, DType from, int bits) {
+  const std::string suffix = from == DType::kFloat64 ? "" : "f";
+  const std::string type = bits == 32 ? "int32_t" : "int64_t";
+  const std::string limit = bits == 32 ? "0x1p31" : "0x1p63";
+  return "((" + text + ") >= -" + limit + suffix + " && (" + text + ") < " + limit + suffix + " ? (" + type + ")(" +
+         text + ") : " + (bits == 32 ? "INT32_MIN" : "INT64_MIN") + ")";
+}
+
+}  // namespace
+
 std::string convert(const std::string& text, DType from, DType to) {
   if (from == to) return text;
   if (to == DType::kBool) return "((" + text + ") != 0)";
@@ -68,9 +82,18 @@ std::string convert(const std::string& text, DType from, DType to) {
   // wrap. Narrow integers therefore go through a wider one, defined for every
   // value a 32-bit conversion takes: uint8 through int64 as ATen's
   // c10::convert does, int8 and int16 through int32 as ATen's casts compile.
-  if (ir::is_floating(from) && to == DType::kUInt8) return "((uint8_t)(int64_t)(" + text + "))";
+  //
+  // A floating value outside int32's or int64's range (NaN included) is
+  // undefined too, and GCC used that as well: a fused bfloat16 NaN became 0
+  // where a store and a load apart gave INT64_MIN. So those conversions say
+  // what x86's truncating conversions do: the type's minimum, as the CPU's
+  // ATen kernels give.
+  if (ir::is_floating(from) && to == DType::kUInt8) return "((uint8_t)" + float_to_integer(text, from, 64) + ")";
   if (ir::is_floating(from) && (to == DType::kInt8 || to == DType::kInt16)) {
-    return "((" + std::string(compute_type(to)) + ")(int32_t)(" + text + "))";
+    return "((" + std::string(compute_type(to)) + ")" + float_to_integer(text, from, 32) + ")";
+  }
+  if (ir::is_floating(from) && (to == DType::kInt32 || to == DType::kInt64)) {
+    return float_to_integer(text, from, to == DType::kInt32 ? 32 : 64);
   }
   // See KILN_OPAQUE_INT in the prelude: (float)(int)x must not become truncf(x).
   if (!ir::is_floating(from) && from != DType::kBool && ir::is_floating(to)) {

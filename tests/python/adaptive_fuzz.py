@@ -5,7 +5,8 @@ A program is a list of steps drawn from a seeded random.Random: pointwise ops
 (unary, binary with tensors or Python scalars, comparisons and where, casts,
 in-place ops, ops through transposed and sliced views), reductions (sum,
 mean, amax, amin, prod over either dim, of pool entries and of temporaries
-that die at once, which run fused as the reduction's prologue), and drops
+that die at once, which run fused as the reduction's prologue, some with
+pointwise ops on the result alone, its epilogue), and drops
 of references (so that some intermediates die and the fused kernel does not
 store them). run_program() interprets it on the kiln device; compare() runs it
 twice, with adaptive eager off and in 'always' mode with synchronous
@@ -76,8 +77,15 @@ def make_program(rng, steps=None):
             # reduction's prologue and never stores what they computed.
             op = rng.choice(BINARY_FLOAT if floating else BINARY_INT)
             unary = rng.choice(UNARY_FLOAT if floating else UNARY_INT)
+            # Sometimes with an epilogue: a scalar op and a unary op on the
+            # reduction's result alone, which run inside the reduction too.
+            epilogue = None
+            if rng.random() < 0.5:
+                epilogue = (rng.choice(BINARY_FLOAT if floating else BINARY_INT),
+                            rng.choice([2, -3, 0.5, 1e-3]) if floating else rng.choice([2, -3, 7]),
+                            rng.choice(UNARY_FLOAT if floating else UNARY_INT))
             program["steps"].append(("reduce_expr", rng.choice(REDUCTIONS), rng.choice([0, -1]), op, unary,
-                                     pick(), pick()))
+                                     pick(), pick(), epilogue))
         else:
             if len(live) > 3:
                 victim = rng.choice(live[5:] or live[:1])
@@ -152,8 +160,12 @@ def run_program(program, device="kiln"):
                 pool.append(getattr(torch, step[1])(pool[step[4]], dim=step[2], keepdim=step[3]))
             elif kind == "reduce_expr":
                 # One expression: no name holds the temporaries.
-                pool.append(getattr(torch, step[1])(_unary(step[4], _binary(step[3], pool[step[5]], pool[step[6]])),
-                                                    dim=step[2], keepdim=True))
+                reduced = getattr(torch, step[1])(_unary(step[4], _binary(step[3], pool[step[5]], pool[step[6]])),
+                                                  dim=step[2], keepdim=True)
+                if step[7] is not None:
+                    binary, scalar, unary = step[7]
+                    reduced = _unary(unary, _binary(binary, reduced, scalar))
+                pool.append(reduced)
             elif kind == "drop":
                 pool[step[1]] = None
         except (RuntimeError, TypeError, AttributeError, IndexError):

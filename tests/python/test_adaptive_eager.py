@@ -164,6 +164,43 @@ def test_a_region_writing_its_input_in_place_does_not_compute_it_again(fusing):
     assert torch_kiln.adaptive_eager_stats()["reductions_fused"] == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pointwise_ops_on_a_reduction_result_alone_run_as_its_epilogue(fusing, dtype):
+    x = torch.randn(48, 130, device="kiln").to(dtype)
+    cases = {
+        # An RMSNorm's `+ eps` and `rsqrt`: one kernel from the square to the rsqrt.
+        "chain": lambda: torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
+        # The reduction's result is still held: stored beside the epilogue's.
+        "held": lambda: (lambda m: (m, (m * 2).exp()))((x * x).sum(0)),
+        # In place on the result.
+        "in_place": lambda: (x * 3).amax(1).sub_(1).abs_(),
+    }
+    for name, function in cases.items():
+        expected = unfused(function)
+        torch_kiln.reset_adaptive_eager_stats()
+        result = function()
+        torch.kiln.synchronize()
+        results = result if isinstance(result, tuple) else (result,)
+        expecteds = expected if isinstance(expected, tuple) else (expected,)
+        assert all(same_bits(a, b) for a, b in zip(results, expecteds)), name
+        stats = torch_kiln.adaptive_eager_stats()
+        assert stats["reductions_fused"] == 1 and stats["regions_fused"] == 1, (name, stats)
+        assert stats["ops_fused"] >= 4, (name, stats)
+
+
+def test_an_op_reading_another_tensor_ends_the_epilogue(fusing):
+    x = torch.randn(30, 40, device="kiln")
+    y = torch.randn(30, device="kiln")
+    function = lambda: ((x * 2).sum(1) + 1) * y  # noqa: E731
+    expected = unfused(function)
+    torch_kiln.reset_adaptive_eager_stats()
+    result = function()
+    torch.kiln.synchronize()
+    assert same_bits(result, expected)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["reductions_fused"] == 1 and stats["ops_fused"] == 3, stats  # * 2, sum, + 1
+
+
 def test_a_reduction_writing_memory_the_held_ops_read_is_not_held(fusing):
     x = torch.randn(8, 16, device="kiln")
 

@@ -151,7 +151,9 @@ const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> s
   for (int source : reduction.sources) source_held = source_held || (source >= 0 && stored[source]);
   const bool recompute = !nothing_stored && !source_held && region.writes_no_input();
   if (nothing_stored || recompute) {
-    KernelEntry fused = fused_kernel_for(region.reduction_key(), [&]() { return region.fused_reduction_kernel(); });
+    const std::vector<bool> values = region.stored_values();
+    KernelEntry fused = fused_kernel_for(region.reduction_key(values),
+                                         [&]() { return region.fused_reduction_kernel(values); });
     KernelEntry region_kernel = nullptr;
     if (recompute && region.size() >= 2) {
       region_kernel = fused_kernel_for(region.key(stored), [&]() { return region.fused_kernel(stored); });
@@ -166,10 +168,10 @@ const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> s
         launches.push_back(Launch{op.entry, op.args, op.shape});
       }
       Launch launch{fused, {}, {}};
-      launch.args = region.fused_reduction_args(launch.shape);
+      launch.args = region.fused_reduction_args(values, launch.shape);
       launches.push_back(launch);
       counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
-      counters.ops_fused.fetch_add(region.size() + 1, std::memory_order_relaxed);
+      counters.ops_fused.fetch_add(region.size() + 1 + reduction.epilogue.size(), std::memory_order_relaxed);
       counters.reductions_fused.fetch_add(1, std::memory_order_relaxed);
       counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
       return kFusedRegionName;
@@ -184,6 +186,7 @@ const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> s
     add_region_launches(region, stored, launches);
   }
   launches.push_back(Launch{reduction.entry, reduction.args, reduction.shape});
+  for (const HeldOp& op : reduction.epilogue) launches.push_back(Launch{op.entry, op.args, op.shape});
   return kUnfusedRegionName;
 }
 
@@ -241,7 +244,7 @@ void submit_locked(Stream& stream, StreamRegion& state) {
 // stream's worker (the device ran dry) it gives up when a host thread holds
 // the region's lock: that thread is adding to it or submitting it.
 void submit_held_work(Stream& stream, bool from_worker) {
-  if (submitting) return;
+  if (submitting || (from_worker && synchronous_compiles())) return;
   StreamRegion* state = find_region(stream);
   if (state == nullptr) {
     stream.clear_deferred();

@@ -77,6 +77,7 @@ class Compiler {
   }
 
   void set_synchronous(bool synchronous) { synchronous_ = synchronous; }
+  bool synchronous() const { return synchronous_; }
 
   FusedRegionCacheStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -158,6 +159,8 @@ KernelEntry fused_kernel_for(const std::string& key, const std::function<ir::Ker
 }
 
 void set_synchronous_compiles(bool synchronous) { compiler().set_synchronous(synchronous); }
+
+bool synchronous_compiles() { return compiler().synchronous(); }
 
 void wait_for_compiles() { compiler().wait(); }
 

@@ -38,8 +38,11 @@ struct FusedRegionCacheStats {
 // queues its compile with the IR `build` makes.
 KernelEntry fused_kernel_for(const std::string& key, const std::function<ir::Kernel()>& build);
 
-// Tests: compile in the caller, so the first sight of a key already runs fused.
+// Tests: compile in the caller, so the first sight of a key already runs
+// fused; and (adaptive_eager.cc) the stream's worker leaves held work to the
+// host, so where a region ends does not depend on how fast the host is.
 void set_synchronous_compiles(bool synchronous);
+bool synchronous_compiles();
 // Waits until no compile is queued or running.
 void wait_for_compiles();
 

@@ -162,9 +162,132 @@ bool HeldRegion::try_add_reduction(const char* op_name, std::shared_ptr<const Op
     });
     if (!held_already) storages_.push_back(operand.storage());
   }
+  if (kernel.outputs.size() == 1) {
+    const c10::StorageImpl* impl = operands[input_count].storage().unsafeGetStorageImpl();
+    HeldReduction::Value output;
+    output.data = args.data[input_count];
+    output.dtype = kernel.outputs[0].dtype;
+    for (size_t index = 0; index < storages_.size(); ++index) {
+      if (storages_[index].unsafeGetStorageImpl() == impl) output.storage = static_cast<int>(index);
+    }
+    held.values.push_back(output);
+  }
   held.op = std::move(op);
   reduction_ = std::move(held);
   return true;
+}
+
+bool HeldRegion::try_add_epilogue(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                                  const LaunchArgs& args, const compiled::LaunchShape& shape,
+                                  const at::TensorIteratorBase& iter) {
+  HeldReduction& held = *reduction_;
+  const ir::Kernel& kernel = op->kernel;
+  if (!op->fusable || held.values.empty() || held.epilogue.size() >= kMaxOps) return false;
+  if (shape.positions != held.shape.positions) return false;
+  const int scalar_count = static_cast<int>(kernel.scalars.size());
+  const int reduction_scalars = static_cast<int>(held.op->kernel.scalars.size());
+  if (scalars_ + reduction_scalars + held.epilogue_scalars + scalar_count > ir::kMaxScalars) return false;
+  // The iterator's tensor behind each kernel operand (launch_pointwise's
+  // order: inputs but CPU scalars, then outputs).
+  c10::SmallVector<int, 8> tensor_of;
+  for (int index = iter.noutputs(); index < iter.ntensors(); ++index) {
+    if (!iter.is_cpu_scalar(index)) tensor_of.push_back(index);
+  }
+  for (int index = 0; index < iter.noutputs(); ++index) tensor_of.push_back(index);
+  const size_t inputs = kernel.inputs.size();
+  if (tensor_of.size() != inputs + kernel.outputs.size() || inputs == 0) return false;
+  const int rank = iter.ndim();
+  HeldOp added;
+  added.op_name = op_name;
+  added.entry = entry;
+  added.args = args;
+  added.shape = shape;
+  added.first_scalar = held.epilogue_scalars;
+  std::vector<HeldReduction::Value> new_values;
+  std::vector<c10::Storage> new_storages;
+  for (size_t operand = 0; operand < tensor_of.size(); ++operand) {
+    for (int dim = 0; dim < rank; ++dim) {
+      if (args.sizes[dim] > 1 && args.strides[operand][dim] != args.strides[0][dim]) return false;
+    }
+    const bool writes = operand >= inputs;
+    const ir::DType dtype = writes ? kernel.outputs[operand - inputs].dtype : kernel.inputs[operand].dtype;
+    int value = -1;
+    for (size_t index = 0; index < held.values.size() && value < 0; ++index) {
+      if (held.values[index].data == args.data[operand] && held.values[index].dtype == dtype) {
+        value = static_cast<int>(index);
+      }
+    }
+    if (value < 0 && !writes) return false;  // reads a tensor other than the reduction's results
+    if (value >= 0) {
+      // The same elements as the value: both spans one dense block of the
+      // output's size (each covers `positions` distinct elements).
+      const int output = static_cast<int>(held.sources.size());
+      uintptr_t begin = 0, end = 0, value_begin = 0, value_end = 0;
+      byte_span(args.data[operand], dtype, args.strides[operand], args.sizes, rank, begin, end);
+      byte_span(held.values[value].data, dtype, held.args.strides[output], held.args.sizes, held.rank, value_begin,
+                value_end);
+      if (begin != value_begin || end != value_end ||
+          end - begin != static_cast<uintptr_t>(held.shape.positions * ir::dtype_size(dtype))) {
+        return false;
+      }
+    }
+    if (value < 0) {
+      // A new tensor: it may not overlap anything the region touches.
+      uintptr_t begin = 0, end = 0;
+      byte_span(args.data[operand], dtype, args.strides[operand], args.sizes, rank, begin, end);
+      for (const Buffer& buffer : buffers_) {
+        if (overlaps(buffer, begin, end)) return false;
+      }
+      const int output = static_cast<int>(held.sources.size());
+      for (const HeldReduction::Value& other : held.values) {
+        uintptr_t other_begin = 0, other_end = 0;
+        byte_span(other.data, other.dtype, held.args.strides[output], held.args.sizes, held.rank, other_begin,
+                  other_end);
+        if (other_begin < end && begin < other_end) return false;
+      }
+      HeldReduction::Value created;
+      created.data = args.data[operand];
+      created.dtype = dtype;
+      const c10::Storage& storage = iter.tensor_base(tensor_of[operand]).storage();
+      int storage_index = -1;
+      for (size_t index = 0; index < storages_.size() && storage_index < 0; ++index) {
+        if (storages_[index].unsafeGetStorageImpl() == storage.unsafeGetStorageImpl()) storage_index = static_cast<int>(index);
+      }
+      if (storage_index < 0) {
+        storage_index = static_cast<int>(storages_.size() + new_storages.size());
+        new_storages.push_back(storage);
+      }
+      created.storage = storage_index;
+      value = static_cast<int>(held.values.size() + new_values.size());
+      new_values.push_back(created);
+    }
+    added.buffers.push_back(value);
+  }
+  // Every stored value is an output of the fused kernel beside the
+  // region's inputs and the reduction's own operands.
+  int operands = static_cast<int>(held.values.size() + new_values.size());
+  for (const Buffer& buffer : buffers_) operands += buffer.external ? 1 : 0;
+  for (int source : held.sources) operands += source < 0 ? 1 : 0;
+  if (operands > ir::kMaxOperands) return false;
+  for (HeldReduction::Value& value : new_values) held.values.push_back(value);
+  for (c10::Storage& storage : new_storages) storages_.push_back(std::move(storage));
+  held.epilogue_scalars += scalar_count;
+  added.op = std::move(op);
+  held.epilogue.push_back(std::move(added));
+  return true;
+}
+
+std::vector<bool> HeldRegion::stored_values() const {
+  const HeldReduction& held = *reduction_;
+  std::vector<bool> stored(held.values.size(), false);
+  bool any = false;
+  for (size_t index = 0; index < held.values.size(); ++index) {
+    stored[index] = storages_[held.values[index].storage].use_count() > 1;
+    any = any || stored[index];
+  }
+  if (!any && !stored.empty()) stored[0] = true;
+  if (held.epilogue.empty() && !stored.empty()) stored[0] = true;  // as the reduction alone stores it
+  return stored;
 }
 
 void HeldRegion::reduction_strides(const Buffer& buffer, int64_t* strides) const {
@@ -191,7 +314,7 @@ ir::Layout reduction_layout(const ir::Kernel& kernel, const LaunchArgs& args, co
 
 }  // namespace
 
-std::string HeldRegion::reduction_key() const {
+std::string HeldRegion::reduction_key(const std::vector<bool>& stored_values) const {
   const HeldReduction& held = *reduction_;
   std::string key = this->key(std::vector<bool>(buffers_.size(), false));
   key += "|reduce|";
@@ -205,10 +328,17 @@ std::string HeldRegion::reduction_key() const {
     reduction_strides(buffer, strides);
     key += static_cast<char>(reduction_layout(held.op->kernel, held.args, strides));
   }
+  for (const HeldOp& op : held.epilogue) {
+    key += "|epilogue|" + op.op->signature + '(';
+    for (int value : op.buffers) key += std::to_string(value) + ',';
+    key += ')';
+  }
+  key += "|v";
+  for (bool store : stored_values) key += store ? '1' : '0';
   return key;
 }
 
-ir::Kernel HeldRegion::fused_reduction_kernel() const {
+ir::Kernel HeldRegion::fused_reduction_kernel(const std::vector<bool>& stored_values) const {
   const HeldReduction& held = *reduction_;
   const ir::Kernel& kernel = held.op->kernel;
   ir::Builder builder("adaptive_reduction", ir::KernelKind::kReduction, held.rank);
@@ -227,6 +357,9 @@ ir::Kernel HeldRegion::fused_reduction_kernel() const {
     for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
   }
   for (ir::DType dtype : kernel.scalars) builder.add_scalar(dtype);
+  for (const HeldOp& op : held.epilogue) {
+    for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
+  }
   const std::vector<ir::ValueId> written = replay_ops(builder, input_of);
   // The reduction's nodes, its loads of the ops' results replaced by the
   // values the ops computed, rounded to the buffer's dtype as a store and a
@@ -249,14 +382,50 @@ ir::Kernel HeldRegion::fused_reduction_kernel() const {
     }
   }
   builder.reduce(kernel.reduction.op, ids[kernel.reduction.input], kernel.kept_rank, kernel.reduction.inner);
-  for (size_t output = 0; output < kernel.outputs.size(); ++output) {
-    builder.store(builder.add_output(kernel.outputs[output].dtype, kernel.outputs[output].layout),
-                  ids[kernel.results[output]]);
+  if (held.values.empty()) {
+    for (size_t output = 0; output < kernel.outputs.size(); ++output) {
+      builder.store(builder.add_output(kernel.outputs[output].dtype, kernel.outputs[output].layout),
+                    ids[kernel.results[output]]);
+    }
+    return builder.finish();
+  }
+  // The epilogue ops, per output element: each value handed over as its
+  // store and load would round it, as in the region.
+  std::vector<ir::ValueId> value_of(held.values.size(), ir::kNoValue);
+  value_of[0] = ids[kernel.results[0]];
+  const int epilogue_slot = scalars_ + static_cast<int>(kernel.scalars.size());
+  for (const HeldOp& op : held.epilogue) {
+    const ir::Kernel& op_kernel = op.op->kernel;
+    std::vector<ir::ValueId> op_ids(op_kernel.nodes.size(), ir::kNoValue);
+    for (size_t node_index = 0; node_index < op_kernel.nodes.size(); ++node_index) {
+      const ir::Node& node = op_kernel.nodes[node_index];
+      if (node.op == ir::OpCode::kLoad) {
+        const int value = op.buffers[node.integer];
+        op_ids[node_index] = builder.cast(value_of[value], held.values[value].dtype);
+      } else if (node.op == ir::OpCode::kScalar) {
+        op_ids[node_index] = builder.scalar(epilogue_slot + op.first_scalar + static_cast<int>(node.integer));
+      } else {
+        ir::Node copy = node;
+        for (ir::ValueId& arg : copy.args) {
+          if (arg != ir::kNoValue) arg = op_ids[arg];
+        }
+        op_ids[node_index] = builder.copy_node(copy);
+      }
+    }
+    const size_t inputs = op_kernel.inputs.size();
+    for (size_t output = 0; output < op_kernel.outputs.size(); ++output) {
+      value_of[op.buffers[inputs + output]] = op_ids[op_kernel.results[output]];
+    }
+  }
+  for (size_t value = 0; value < held.values.size(); ++value) {
+    if (!stored_values[value]) continue;
+    builder.store(builder.add_output(held.values[value].dtype, kernel.outputs[0].layout), value_of[value]);
   }
   return builder.finish();
 }
 
-LaunchArgs HeldRegion::fused_reduction_args(compiled::LaunchShape& shape) const {
+LaunchArgs HeldRegion::fused_reduction_args(const std::vector<bool>& stored_values,
+                                            compiled::LaunchShape& shape) const {
   const HeldReduction& held = *reduction_;
   const ir::Kernel& kernel = held.op->kernel;
   const int inputs = static_cast<int>(kernel.inputs.size());
@@ -278,10 +447,24 @@ LaunchArgs HeldRegion::fused_reduction_args(compiled::LaunchShape& shape) const 
   for (int input = 0; input < inputs; ++input) {
     if (held.sources[input] < 0) add_own(input);
   }
-  for (size_t output = 0; output < kernel.outputs.size(); ++output) add_own(inputs + static_cast<int>(output));
+  if (held.values.empty()) {
+    for (size_t output = 0; output < kernel.outputs.size(); ++output) add_own(inputs + static_cast<int>(output));
+  } else {
+    for (size_t value = 0; value < held.values.size(); ++value) {
+      if (!stored_values[value]) continue;
+      args.data[operand] = held.values[value].data;
+      std::copy(held.args.strides[inputs], held.args.strides[inputs] + held.rank, args.strides[operand]);
+      ++operand;
+    }
+  }
   std::copy(held.args.sizes, held.args.sizes + held.rank, args.sizes);
   copy_scalars(args);
   std::copy(held.args.scalars, held.args.scalars + kernel.scalars.size(), args.scalars + scalars_);
+  const int epilogue_slot = scalars_ + static_cast<int>(kernel.scalars.size());
+  for (const HeldOp& op : held.epilogue) {
+    const size_t scalars = op.op->kernel.scalars.size();
+    std::copy(op.args.scalars, op.args.scalars + scalars, args.scalars + epilogue_slot + op.first_scalar);
+  }
   return args;
 }
 

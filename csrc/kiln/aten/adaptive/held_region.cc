@@ -121,8 +121,9 @@ int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* s
 bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                          const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                          const at::TensorIteratorBase& iter) {
+  if (reduction_) return try_add_epilogue(op_name, std::move(op), entry, args, shape, iter);
   const ir::Kernel& kernel = op->kernel;
-  if (!op->fusable || ops_.size() >= kMaxOps || reduction_) return false;
+  if (!op->fusable || ops_.size() >= kMaxOps) return false;
   if (ops_.empty()) {
     rank_ = rank;
     std::copy(args.sizes, args.sizes + rank, sizes_);

@@ -84,6 +84,18 @@ struct HeldReduction {
   // The region position of the reduction's first element (a reduction of a
   // slice starts inside the buffer).
   int64_t region_origin[ir::kMaxRank] = {};
+  // Pointwise ops after the reduction over its output alone (and each
+  // other's results): its epilogue, see HeldRegion::try_add.
+  std::vector<HeldOp> epilogue;
+  // Values those ops wrote: 0 is the reduction's output, then one per new
+  // tensor an epilogue op wrote. All share the output's layout.
+  struct Value {
+    char* data = nullptr;
+    ir::DType dtype = ir::DType::kFloat32;
+    int storage = 0;  // index into HeldRegion::storages
+  };
+  std::vector<Value> values;
+  int epilogue_scalars = 0;
 };
 
 struct Buffer {
@@ -108,7 +120,11 @@ class HeldRegion {
   // Adds the launch of `op` over `iter` (its operands and storages) with
   // `args` and `shape` as launch_pointwise made them. Returns false, changing
   // nothing, when the op may not join (see the top); an empty region takes
-  // any fusable op.
+  // any fusable op. Behind a held reduction of one output, an op joins as
+  // its epilogue when it reads only that output and earlier epilogue
+  // results, and every operand has the output's strides over the op's
+  // index space and as many positions (so position p is the same output
+  // element for all of them): the `+ eps` and `rsqrt` of an RMSNorm.
   bool try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                const at::TensorIteratorBase& iter);
@@ -152,9 +168,12 @@ class HeldRegion {
 
   // The fused reduction's key, kernel and launch (the ops as its prologue),
   // for a region whose ops' results are all dead (stored_buffers() all false).
-  std::string reduction_key() const;
-  ir::Kernel fused_reduction_kernel() const;
-  LaunchArgs fused_reduction_args(compiled::LaunchShape& shape) const;
+  // Which epilogue values the fused kernel stores: those a tensor outside
+  // holds (the output itself when nothing is).
+  std::vector<bool> stored_values() const;
+  std::string reduction_key(const std::vector<bool>& stored_values) const;
+  ir::Kernel fused_reduction_kernel(const std::vector<bool>& stored_values) const;
+  LaunchArgs fused_reduction_args(const std::vector<bool>& stored_values, compiled::LaunchShape& shape) const;
 
   // Empties the region, handing over its storage holds.
   std::vector<c10::Storage> release();
@@ -163,6 +182,9 @@ class HeldRegion {
   // Appends the nodes of every op to `builder`, each buffer's loads reading
   // `input_of[buffer]`; returns each buffer's last written value.
   std::vector<ir::ValueId> replay_ops(ir::Builder& builder, const std::vector<int>& input_of) const;
+  bool try_add_epilogue(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                        const LaunchArgs& args, const compiled::LaunchShape& shape,
+                        const at::TensorIteratorBase& iter);
   // A region buffer's strides over the held reduction's kernel dims, and
   // its element at the reduction's first position.
   void reduction_strides(const Buffer& buffer, int64_t* strides) const;

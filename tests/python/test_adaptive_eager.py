@@ -201,6 +201,25 @@ def test_an_op_reading_another_tensor_ends_the_epilogue(fusing):
     assert stats["reductions_fused"] == 1 and stats["ops_fused"] == 3, stats  # * 2, sum, + 1
 
 
+def test_an_epilogue_writing_what_the_reduction_reads_is_not_fused(fusing):
+    x = torch.randn(8, 16, device="kiln")
+    y = torch.randn(8, 16, device="kiln")
+
+    def function():
+        z = y.clone()
+        # The sum reads z (beside its prologue's x * 2); its result + 1 goes
+        # into row 7 of z, which rows 7 and up of the sum read.
+        total = torch.sum(x * 2 + z, 1)
+        torch.add(total, 1, out=z[7, :8])
+        return total, z
+
+    expected = unfused(function)
+    torch_kiln.reset_adaptive_eager_stats()
+    result = function()
+    torch.kiln.synchronize()
+    assert all(same_bits(a, b) for a, b in zip(result, expected))
+
+
 def test_a_reduction_writing_memory_the_held_ops_read_is_not_held(fusing):
     x = torch.randn(8, 16, device="kiln")
 

@@ -238,6 +238,13 @@ bool HeldRegion::try_add_epilogue(const char* op_name, std::shared_ptr<const OpK
       for (const Buffer& buffer : buffers_) {
         if (overlaps(buffer, begin, end)) return false;
       }
+      // Nor what the reduction reads: later rows would read the new values.
+      for (size_t input = 0; input < held.sources.size(); ++input) {
+        uintptr_t input_begin = 0, input_end = 0;
+        byte_span(held.args.data[input], held.op->kernel.inputs[input].dtype, held.args.strides[input],
+                  held.args.sizes, held.rank, input_begin, input_end);
+        if (input_begin < end && begin < input_end) return false;
+      }
       const int output = static_cast<int>(held.sources.size());
       for (const HeldReduction::Value& other : held.values) {
         uintptr_t other_begin = 0, other_end = 0;

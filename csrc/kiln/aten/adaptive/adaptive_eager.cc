@@ -1,11 +1,13 @@
 #include "kiln/aten/adaptive/adaptive_eager.h"
 
 #include <ATen/Context.h>
+#include <ATen/ThreadLocalState.h>
 #include <ATen/record_function.h>
 
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -229,8 +231,16 @@ void submit_locked(Stream& stream, StreamRegion& state) {
   holds.erase(reused, holds.end());
   // Queued, never run inline: a submission from inside another call's
   // flush must not raise. Pointwise kernels report no failures.
-  Status status = stream.enqueue(name, [name, launches = std::move(launches), holds = std::move(holds)]() {
-    // The profiler shows the region where it ran (the stream's worker).
+  // The profiler shows the region where it ran (the stream's worker). Its
+  // callbacks are the submitting thread's (torch.profiler registers them per
+  // thread), so they go with the work, as PyTorch hands them to its own
+  // threads; checked first, as capturing the state costs more than a launch.
+  std::optional<at::ThreadLocalState> profiler_state;
+  if (at::hasThreadLocalCallbacks()) profiler_state.emplace();
+  Status status = stream.enqueue(name, [name, launches = std::move(launches), holds = std::move(holds),
+                                        profiler_state = std::move(profiler_state)]() {
+    std::optional<at::ThreadLocalStateGuard> profiling;
+    if (profiler_state) profiling.emplace(*profiler_state);
     RECORD_FUNCTION(name, c10::ArrayRef<const c10::IValue>());
     for (const Launch& launch : launches) compiled::run_now(launch.entry, launch.args, launch.shape);
     return Status();

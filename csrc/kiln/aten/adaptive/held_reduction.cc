@@ -6,35 +6,6 @@
 #include "kiln/aten/adaptive/held_region.h"
 
 namespace kiln::torch_integration::adaptive {
-namespace {
-
-bool is_plain_node(const ir::Node& node) {
-  if (calls_libm_by_position(node.op)) return false;
-  switch (node.op) {
-    case ir::OpCode::kIndexedLoad:
-    case ir::OpCode::kCoordinate:
-    case ir::OpCode::kLinearIndex:
-    case ir::OpCode::kRandomBits:
-      return false;
-    default:
-      return true;
-  }
-}
-
-}  // namespace
-
-bool is_fusable_reduction(const ir::Kernel& kernel) {
-  if (kernel.kind != ir::KernelKind::kReduction || !kernel.fixed_shape.empty() || kernel.single_threaded) {
-    return false;
-  }
-  if (kernel.reduction.op == ir::ReduceOp::kArgMax || kernel.reduction.op == ir::ReduceOp::kArgMin) return false;
-  if (kernel.results.size() != kernel.outputs.size()) return false;
-  for (ir::ValueId offset : kernel.store_offsets) {
-    if (offset != ir::kNoValue) return false;
-  }
-  return std::all_of(kernel.nodes.begin(), kernel.nodes.end(), is_plain_node);
-}
-
 // Maps the reduction's index space onto the region's through buffer `buffer`,
 // which the reduction reads with `strides` over `sizes` (`rank` dims) from
 // element `first` of the buffer. The buffer must be dense over the region
@@ -187,13 +158,7 @@ bool HeldRegion::try_add_epilogue(const char* op_name, std::shared_ptr<const OpK
   const int scalar_count = static_cast<int>(kernel.scalars.size());
   const int reduction_scalars = static_cast<int>(held.op->kernel.scalars.size());
   if (scalars_ + reduction_scalars + held.epilogue_scalars + scalar_count > ir::kMaxScalars) return false;
-  // The iterator's tensor behind each kernel operand (launch_pointwise's
-  // order: inputs but CPU scalars, then outputs).
-  c10::SmallVector<int, 8> tensor_of;
-  for (int index = iter.noutputs(); index < iter.ntensors(); ++index) {
-    if (!iter.is_cpu_scalar(index)) tensor_of.push_back(index);
-  }
-  for (int index = 0; index < iter.noutputs(); ++index) tensor_of.push_back(index);
+  const c10::SmallVector<int, 8> tensor_of = operand_tensors(iter);
   const size_t inputs = kernel.inputs.size();
   if (tensor_of.size() != inputs + kernel.outputs.size() || inputs == 0) return false;
   const int rank = iter.ndim();
@@ -371,23 +336,10 @@ ir::Kernel HeldRegion::fused_reduction_kernel(const std::vector<bool>& stored_va
   // The reduction's nodes, its loads of the ops' results replaced by the
   // values the ops computed, rounded to the buffer's dtype as a store and a
   // load would round them.
-  std::vector<ir::ValueId> ids(kernel.nodes.size(), ir::kNoValue);
-  for (size_t node_index = 0; node_index < kernel.nodes.size(); ++node_index) {
-    const ir::Node& node = kernel.nodes[node_index];
-    if (node.op == ir::OpCode::kLoad) {
-      const int source = held.sources[node.integer];
-      ids[node_index] = source >= 0 ? builder.cast(written[source], buffers_[source].dtype)
-                                    : builder.load(own_input[node.integer]);
-    } else if (node.op == ir::OpCode::kScalar) {
-      ids[node_index] = builder.scalar(scalars_ + static_cast<int>(node.integer));
-    } else {
-      ir::Node copy = node;
-      for (ir::ValueId& arg : copy.args) {
-        if (arg != ir::kNoValue) arg = ids[arg];
-      }
-      ids[node_index] = builder.copy_node(copy);
-    }
-  }
+  const std::vector<ir::ValueId> ids = copy_kernel_nodes(builder, kernel, [&](int input) {
+    const int source = held.sources[input];
+    return source >= 0 ? builder.cast(written[source], buffers_[source].dtype) : builder.load(own_input[input]);
+  }, scalars_);
   builder.reduce(kernel.reduction.op, ids[kernel.reduction.input], kernel.kept_rank, kernel.reduction.inner);
   if (held.values.empty()) {
     for (size_t output = 0; output < kernel.outputs.size(); ++output) {
@@ -403,22 +355,10 @@ ir::Kernel HeldRegion::fused_reduction_kernel(const std::vector<bool>& stored_va
   const int epilogue_slot = scalars_ + static_cast<int>(kernel.scalars.size());
   for (const HeldOp& op : held.epilogue) {
     const ir::Kernel& op_kernel = op.op->kernel;
-    std::vector<ir::ValueId> op_ids(op_kernel.nodes.size(), ir::kNoValue);
-    for (size_t node_index = 0; node_index < op_kernel.nodes.size(); ++node_index) {
-      const ir::Node& node = op_kernel.nodes[node_index];
-      if (node.op == ir::OpCode::kLoad) {
-        const int value = op.buffers[node.integer];
-        op_ids[node_index] = builder.cast(value_of[value], held.values[value].dtype);
-      } else if (node.op == ir::OpCode::kScalar) {
-        op_ids[node_index] = builder.scalar(epilogue_slot + op.first_scalar + static_cast<int>(node.integer));
-      } else {
-        ir::Node copy = node;
-        for (ir::ValueId& arg : copy.args) {
-          if (arg != ir::kNoValue) arg = op_ids[arg];
-        }
-        op_ids[node_index] = builder.copy_node(copy);
-      }
-    }
+    const std::vector<ir::ValueId> op_ids = copy_kernel_nodes(builder, op_kernel, [&](int input) {
+      const int value = op.buffers[input];
+      return builder.cast(value_of[value], held.values[value].dtype);
+    }, epilogue_slot + op.first_scalar);
     const size_t inputs = op_kernel.inputs.size();
     for (size_t output = 0; output < op_kernel.outputs.size(); ++output) {
       value_of[op.buffers[inputs + output]] = op_ids[op_kernel.results[output]];

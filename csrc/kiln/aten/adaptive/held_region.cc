@@ -35,12 +35,35 @@ bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end) {
   return buffer.begin < end && begin < buffer.end;
 }
 
+std::vector<ir::ValueId> copy_kernel_nodes(ir::Builder& builder, const ir::Kernel& kernel,
+                                           c10::function_ref<ir::ValueId(int input)> load, int first_scalar) {
+  std::vector<ir::ValueId> ids(kernel.nodes.size(), ir::kNoValue);
+  for (size_t index = 0; index < kernel.nodes.size(); ++index) {
+    const ir::Node& node = kernel.nodes[index];
+    if (node.op == ir::OpCode::kLoad) {
+      ids[index] = load(static_cast<int>(node.integer));
+    } else if (node.op == ir::OpCode::kScalar) {
+      ids[index] = builder.scalar(first_scalar + static_cast<int>(node.integer));
+    } else {
+      ir::Node copy = node;
+      for (ir::ValueId& arg : copy.args) {
+        if (arg != ir::kNoValue) arg = ids[arg];
+      }
+      ids[index] = builder.copy_node(copy);
+    }
+  }
+  return ids;
+}
+
 bool calls_libm_by_position(ir::OpCode op) { return ir::opcode_is_special_function(op); }
 
-bool is_fusable(const ir::Kernel& kernel) {
-  if (kernel.kind != ir::KernelKind::kPointwise || !kernel.fixed_shape.empty() || kernel.single_threaded) {
-    return false;
-  }
+namespace {
+
+// Loads, launch scalars, constants, arithmetic and routed math over a
+// kernel of `kind`, storing each output once at the position (reductions may
+// read their accumulator).
+bool has_plain_nodes(const ir::Kernel& kernel, ir::KernelKind kind) {
+  if (kernel.kind != kind || !kernel.fixed_shape.empty() || kernel.single_threaded) return false;
   if (kernel.results.size() != kernel.outputs.size()) return false;
   for (ir::ValueId offset : kernel.store_offsets) {
     if (offset != ir::kNoValue) return false;
@@ -55,14 +78,34 @@ bool is_fusable(const ir::Kernel& kernel) {
       case ir::OpCode::kCoordinate:
       case ir::OpCode::kLinearIndex:
       case ir::OpCode::kRandomBits:
+        return false;
       case ir::OpCode::kAccumulator:
       case ir::OpCode::kAccumulatorIndex:
-        return false;
+        if (kind != ir::KernelKind::kReduction) return false;
+        break;
       default:
         break;
     }
   }
   return true;
+}
+
+}  // namespace
+
+c10::SmallVector<int, 8> operand_tensors(const at::TensorIteratorBase& iter) {
+  c10::SmallVector<int, 8> tensor_of;
+  for (int index = iter.noutputs(); index < iter.ntensors(); ++index) {
+    if (!iter.is_cpu_scalar(index)) tensor_of.push_back(index);
+  }
+  for (int index = 0; index < iter.noutputs(); ++index) tensor_of.push_back(index);
+  return tensor_of;
+}
+
+bool is_fusable(const ir::Kernel& kernel) { return has_plain_nodes(kernel, ir::KernelKind::kPointwise); }
+
+bool is_fusable_reduction(const ir::Kernel& kernel) {
+  return has_plain_nodes(kernel, ir::KernelKind::kReduction) && kernel.reduction.op != ir::ReduceOp::kArgMax &&
+         kernel.reduction.op != ir::ReduceOp::kArgMin;
 }
 
 int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* strides,
@@ -133,13 +176,7 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
   const int scalar_count = static_cast<int>(kernel.scalars.size());
   if (scalars_ + scalar_count > ir::kMaxScalars) return false;
 
-  // The iterator's tensor behind each kernel operand: inputs but CPU
-  // scalars, then outputs (launch_pointwise's order).
-  c10::SmallVector<int, 8> tensor_of;
-  for (int index = iter.noutputs(); index < iter.ntensors(); ++index) {
-    if (!iter.is_cpu_scalar(index)) tensor_of.push_back(index);
-  }
-  for (int index = 0; index < iter.noutputs(); ++index) tensor_of.push_back(index);
+  const c10::SmallVector<int, 8> tensor_of = operand_tensors(iter);
   const size_t inputs = kernel.inputs.size();
   if (tensor_of.size() != inputs + kernel.outputs.size()) return false;
 
@@ -218,26 +255,14 @@ std::vector<ir::ValueId> HeldRegion::replay_ops(ir::Builder& builder, const std:
   std::vector<ir::ValueId> written(count, ir::kNoValue), loaded(count, ir::kNoValue);
   for (const HeldOp& op : ops_) {
     const ir::Kernel& kernel = op.op->kernel;
-    std::vector<ir::ValueId> ids(kernel.nodes.size(), ir::kNoValue);
-    for (size_t node_index = 0; node_index < kernel.nodes.size(); ++node_index) {
-      const ir::Node& node = kernel.nodes[node_index];
-      if (node.op == ir::OpCode::kLoad) {
-        const int buffer = op.buffers[node.integer];
-        if (loaded[buffer] == ir::kNoValue) {
-          loaded[buffer] = written[buffer] != ir::kNoValue ? builder.cast(written[buffer], buffers_[buffer].dtype)
-                                                           : builder.load(input_of[buffer]);
-        }
-        ids[node_index] = loaded[buffer];
-      } else if (node.op == ir::OpCode::kScalar) {
-        ids[node_index] = builder.scalar(op.first_scalar + static_cast<int>(node.integer));
-      } else {
-        ir::Node copy = node;
-        for (ir::ValueId& arg : copy.args) {
-          if (arg != ir::kNoValue) arg = ids[arg];
-        }
-        ids[node_index] = builder.copy_node(copy);
+    const std::vector<ir::ValueId> ids = copy_kernel_nodes(builder, kernel, [&](int input) {
+      const int buffer = op.buffers[input];
+      if (loaded[buffer] == ir::kNoValue) {
+        loaded[buffer] = written[buffer] != ir::kNoValue ? builder.cast(written[buffer], buffers_[buffer].dtype)
+                                                         : builder.load(input_of[buffer]);
       }
-    }
+      return loaded[buffer];
+    }, op.first_scalar);
     const size_t inputs = kernel.inputs.size();
     for (size_t output = 0; output < kernel.outputs.size(); ++output) {
       const int buffer = op.buffers[inputs + output];

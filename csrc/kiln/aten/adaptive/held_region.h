@@ -28,6 +28,7 @@
 
 #include <ATen/TensorIterator.h>
 #include <c10/core/Storage.h>
+#include <c10/util/FunctionRef.h>
 #include <c10/util/SmallVector.h>
 
 #include <memory>
@@ -204,6 +205,18 @@ class HeldRegion {
   std::vector<c10::Storage> storages_;
   std::optional<HeldReduction> reduction_;
 };
+
+// The iterator's tensor behind each operand of a pointwise launch's kernel:
+// its inputs but CPU scalars (launch scalars), then its outputs
+// (launch_pointwise's order).
+c10::SmallVector<int, 8> operand_tensors(const at::TensorIteratorBase& iter);
+
+// Appends `kernel`'s nodes to `builder`: each load of input i becomes
+// `load(i)`, scalar slot s becomes `first_scalar + s`, every other node is
+// copied with its arguments renamed. Returns each node's new value; fused
+// kernels replay their ops' kernels through it.
+std::vector<ir::ValueId> copy_kernel_nodes(ir::Builder& builder, const ir::Kernel& kernel,
+                                           c10::function_ref<ir::ValueId(int input)> load, int first_scalar);
 
 // The bytes [begin, end) an operand of `dtype` at `data` with `strides`
 // touches over `sizes` (`rank` dims).

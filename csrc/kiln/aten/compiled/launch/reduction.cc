@@ -197,8 +197,7 @@ ReductionLayout lay_out_reduction(const char* op_name, const std::vector<at::Ten
   return layout;
 }
 
-// Launches `entry` over `layout`'s kept positions, keeping `operands` alive
-// until it has run.
+// The launch shape of `layout`: its kept positions, each folding `cost`.
 LaunchShape shape_of(const ReductionLayout& layout) {
   LaunchShape shape;
   shape.positions = layout.positions;
@@ -207,9 +206,11 @@ LaunchShape shape_of(const ReductionLayout& layout) {
   return shape;
 }
 
-void launch_laid_out(const char* op_name, KernelEntry entry, const ReductionLayout& layout,
-                     const std::vector<at::Tensor>& operands) {
-  launch_kernel_lazily(stream_of(operands.back()), op_name, entry, layout.args, shape_of(layout), [&]() {
+// Launches `entry` over `layout` on `stream` (the last operand's), keeping
+// `operands` alive until it has run.
+void launch_laid_out(Stream& stream, const char* op_name, KernelEntry entry, const ReductionLayout& layout,
+                     const LaunchShape& shape, const std::vector<at::Tensor>& operands) {
+  launch_kernel_lazily(stream, op_name, entry, layout.args, shape, [&]() {
     return KeepAlive(operands.begin(), operands.end());
   });
 }
@@ -306,12 +307,13 @@ void launch_reduction(const char* op_name, std::string_view op_key,
   KernelEntry entry = kernel_for(signature.view(), op_name, build_kernel);
   // Adaptive eager may hold the launch behind the pointwise ops it reads, to
   // run them inside it.
-  if (!spec.fixed_shape &&
-      adaptive::hold_reduction(stream_of(operand_list.back()), op_name, signature.view(), entry, args,
-                               shape_of(layout), kernel_rank, input_count, operand_list, build_kernel)) {
+  Stream& stream = stream_of(operand_list.back());
+  const LaunchShape shape = shape_of(layout);
+  if (!spec.fixed_shape && adaptive::hold_reduction(stream, op_name, signature.view(), entry, args, shape,
+                                                    kernel_rank, input_count, operand_list, build_kernel)) {
     return;
   }
-  launch_laid_out(op_name, entry, layout, operand_list);
+  launch_laid_out(stream, op_name, entry, layout, shape, operand_list);
 }
 
 void launch_row_reduction(const char* op_name, std::string_view op_key, c10::ArrayRef<at::Tensor> inputs,
@@ -351,7 +353,7 @@ void launch_row_reduction(const char* op_name, std::string_view op_key, c10::Arr
     kernel.fixed_shape = fixed;
     return kernel;
   });
-  launch_laid_out(op_name, entry, layout, operand_list);
+  launch_laid_out(stream_of(operand_list.back()), op_name, entry, layout, shape_of(layout), operand_list);
 }
 
 }  // namespace kiln::torch_integration::compiled

@@ -699,7 +699,7 @@ BENCHMARKS = [
               render_adaptive_suite,
               "Only the CI subset (6 models) so far. Adaptive and unfused are within this VM's noise of each "
               "other (single processes move by 30 %): most held ops end as one-op regions between two library "
-              "calls, which cost about nothing (an mm + add loop: 3.4-3.6 us per op held, 3.8-3.9 unfused), and "
+              "calls, which cost the step nothing measurable here, and "
               "these models' norms and softmaxes are ATen's native ops, run as row kernels, which take no "
               "prologue. Where a region starts depends on timing (a chain's first op is held only behind two "
               "queued items), so a model can meet a new region key late, as GPT-2 inference did here (an "

@@ -201,7 +201,7 @@ def test_an_op_reading_another_tensor_ends_the_epilogue(fusing):
     assert stats["reductions_fused"] == 1 and stats["ops_fused"] == 3, stats  # * 2, sum, + 1
 
 
-def test_an_epilogue_writing_what_the_reduction_reads_is_not_fused(fusing):
+def test_an_op_writing_what_the_prologue_reads_does_not_join_the_epilogue(fusing):
     x = torch.randn(8, 16, device="kiln")
     y = torch.randn(8, 16, device="kiln")
 
@@ -218,6 +218,9 @@ def test_an_epilogue_writing_what_the_reduction_reads_is_not_fused(fusing):
     result = function()
     torch.kiln.synchronize()
     assert all(same_bits(a, b) for a, b in zip(result, expected))
+    stats = torch_kiln.adaptive_eager_stats()
+    # x * 2, + z and the sum fused; the add into z ran after them, alone.
+    assert stats["reductions_fused"] == 1 and stats["ops_fused"] == 3, stats
 
 
 def test_a_reduction_writing_memory_the_held_ops_read_is_not_held(fusing):

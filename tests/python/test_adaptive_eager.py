@@ -1,6 +1,7 @@
 """Adaptive eager (docs/design/adaptive_eager.md): pointwise ops held while the
 stream is busy and fused, with results equal bit for bit to unfused ones."""
 import random
+import time
 
 import pytest
 import torch
@@ -431,6 +432,61 @@ def test_a_busy_stream_holds_and_a_loop_stops_compiling():
         assert compiles[-1] == compiles[-3], compiles  # steady: no new kernels
     finally:
         torch_kiln.set_adaptive_eager(mode)
+
+
+@pytest.fixture
+def on_mode():
+    """'on' mode (ops held only behind queued work), background compiles."""
+    mode = torch_kiln.adaptive_eager_mode()
+    torch_kiln.set_adaptive_eager("on")
+    torch_kiln.reset_adaptive_eager_stats()
+    yield
+    torch.kiln.synchronize()
+    torch_kiln.set_adaptive_eager(mode)
+
+
+def test_a_chain_that_started_unheld_runs_unheld_to_its_end(on_mode):
+    # Where regions start must not depend on timing: the chain's first op
+    # finds one item queued and runs unheld; the stream is then busy enough
+    # to hold, but the chain's later ops continue it unheld. After other work
+    # (a reduction) reaches the stream, the next chain is held.
+    x = torch.randn(64, 64, device="kiln")
+    torch.kiln.synchronize()
+    torch_kiln._C._test_hold_stream()
+    try:
+        y = x * 2
+        z = (y + 1).abs()
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 0
+        total = x.sum()
+        w = x * 3
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 1
+    finally:
+        torch_kiln._C._test_release_stream()
+    assert same_bits(z, unfused(lambda t: (t * 2 + 1).abs(), x))
+    assert same_bits(w, unfused(lambda t: t * 3, x)) and same_bits(total, x.sum())
+
+
+def test_a_region_the_worker_cuts_short_compiles_nothing_and_ends_its_chain(on_mode):
+    # The device ran dry while a region was held: the stream's worker submits
+    # it. Where that happens depends on timing, so its key queues no compile,
+    # and the rest of the chain runs unheld.
+    x = torch.randn(64, 64, device="kiln")
+    torch.kiln.synchronize()
+    torch_kiln._C._test_hold_stream()
+    try:
+        total = x.sum()
+        y = x * 2 + 1  # held: two items are in flight
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 2
+    finally:
+        torch_kiln._C._test_release_stream()
+    deadline = time.monotonic() + 10
+    while torch_kiln.adaptive_eager_stats()["regions_unfused"] == 0:
+        assert time.monotonic() < deadline, "the worker did not submit the held region"
+        time.sleep(0.001)
+    z = y.abs()
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["ops_held"] == 2 and stats["region_keys"] == 0, stats
+    assert same_bits(z, unfused(lambda t: (t * 2 + 1).abs(), x)) and same_bits(total, x.sum())
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -106,6 +106,7 @@ void Stream::set_wait_permission(WaitPermission permission) {
 
 Status Stream::enqueue(const char* name, Work work) {
   submit_deferred();
+  handed_over_.fetch_add(1, std::memory_order_acq_rel);
   return push(name, std::move(work), true);
 }
 
@@ -142,6 +143,7 @@ Status Stream::run_synchronously(const char* name, const Work& work) {
   Status earlier = take_failure();
   if (!earlier.ok()) return earlier;
   caller_busy_ = true;
+  handed_over_.fetch_add(1, std::memory_order_acq_rel);
   lock.unlock();
   Status status = run_in_caller(work);
   end_inline();
@@ -152,6 +154,7 @@ bool Stream::try_begin_inline() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!queue_.empty() || worker_busy_ || caller_busy_ || !first_failure_.ok()) return false;
   caller_busy_ = true;
+  handed_over_.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }
 

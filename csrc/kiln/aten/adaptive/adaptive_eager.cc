@@ -71,9 +71,22 @@ std::shared_ptr<const OpKernel> op_kernel(OpKernels& map, std::string_view signa
 }
 
 // A stream's open region.
+//
+// Where regions start and end must not depend on timing, or a loop meets new
+// region keys (and compiles) long after its first steps. So a region starts
+// only at the first op of a chain (pointwise ops launched one after another
+// with nothing else reaching the stream between them): once a chain's first
+// op ran unheld (the device was about to run dry), the rest of the chain runs
+// unheld too, and so does the rest of a chain whose region the stream's
+// worker submitted early (it ran dry). A region cut short that way runs fused
+// only if its key's kernel is ready: it never queues a compile.
 struct StreamRegion {
   std::mutex mutex;
   HeldRegion region;
+  // The stream's Stream::work_handed_over() right after the last op of a
+  // chain running unheld: equal to the stream's count when the next op
+  // continues that chain.
+  std::atomic<uint64_t> unheld_chain_end{UINT64_MAX};
 };
 
 std::mutex regions_mutex;
@@ -112,14 +125,21 @@ struct Launch {
   compiled::LaunchShape shape;
 };
 
+// The fused kernel of `key` if it is ready; else nullptr, and the first time
+// the key is seen its compile starts, if `may_compile`.
+KernelEntry ready_kernel(const std::string& key, bool may_compile, const std::function<ir::Kernel()>& build) {
+  return may_compile ? fused_kernel_for(key, build) : fused_kernel_if_ready(key);
+}
+
 // The launches of a region's ops, with `stored` buffers stored: one fused
 // kernel when its key's kernel is ready, else the ops one by one (and the
-// kernel's compile starts the first time its key is seen). Returns the name
-// the profiler shows.
-const char* add_region_launches(const HeldRegion& region, const std::vector<bool>& stored,
+// kernel's compile starts the first time its key is seen, if `may_compile`).
+// Returns the name the profiler shows.
+const char* add_region_launches(const HeldRegion& region, const std::vector<bool>& stored, bool may_compile,
                                 std::vector<Launch>& launches) {
   if (region.size() >= 2) {
-    KernelEntry fused = fused_kernel_for(region.key(stored), [&]() { return region.fused_kernel(stored); });
+    KernelEntry fused =
+        ready_kernel(region.key(stored), may_compile, [&]() { return region.fused_kernel(stored); });
     if (fused != nullptr) {
       Launch launch{fused, {}, {}};
       launch.args = region.fused_args(stored, launch.shape);
@@ -145,7 +165,7 @@ const char* add_region_launches(const HeldRegion& region, const std::vector<bool
 // (a LayerNorm's (x - mean) is held, its square is not): the square is
 // neither stored nor loaded. Otherwise the ops run as a region that also
 // stores what the reduction reads, then the reduction as it launched.
-const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> stored,
+const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> stored, bool may_compile,
                                    std::vector<Launch>& launches) {
   const HeldReduction& reduction = *region.reduction();
   const bool nothing_stored = std::find(stored.begin(), stored.end(), true) == stored.end();
@@ -154,11 +174,11 @@ const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> s
   const bool recompute = !nothing_stored && !source_held && region.writes_no_input();
   if (nothing_stored || recompute) {
     const std::vector<bool> values = region.stored_values();
-    KernelEntry fused = fused_kernel_for(region.reduction_key(values),
-                                         [&]() { return region.fused_reduction_kernel(values); });
+    KernelEntry fused = ready_kernel(region.reduction_key(values), may_compile,
+                                     [&]() { return region.fused_reduction_kernel(values); });
     KernelEntry region_kernel = nullptr;
     if (recompute && region.size() >= 2) {
-      region_kernel = fused_kernel_for(region.key(stored), [&]() { return region.fused_kernel(stored); });
+      region_kernel = ready_kernel(region.key(stored), may_compile, [&]() { return region.fused_kernel(stored); });
     }
     if (fused != nullptr && (!recompute || region.size() == 1 || region_kernel != nullptr)) {
       if (region_kernel != nullptr) {
@@ -185,16 +205,25 @@ const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> s
     for (int source : reduction.sources) {
       if (source >= 0) stored[source] = true;
     }
-    add_region_launches(region, stored, launches);
+    add_region_launches(region, stored, may_compile, launches);
   }
   launches.push_back(Launch{reduction.entry, reduction.args, reduction.shape});
   for (const HeldOp& op : reduction.epilogue) launches.push_back(Launch{op.entry, op.args, op.shape});
   return kUnfusedRegionName;
 }
 
+// Runs a region's launches, recorded for the profiler under `name`.
+Status run_launches(const char* name, const std::vector<Launch>& launches) {
+  RECORD_FUNCTION(name, c10::ArrayRef<const c10::IValue>());
+  for (const Launch& launch : launches) compiled::run_now(launch.entry, launch.args, launch.shape);
+  return Status();
+}
+
 // Hands the region over to the stream (add_region_launches,
-// add_reduction_launches). Needs the region's lock.
-void submit_locked(Stream& stream, StreamRegion& state) {
+// add_reduction_launches). Needs the region's lock. `cut_short`: the stream's
+// worker submits it because the device ran dry, not because the program
+// ended it; the rest of its chain then runs unheld (see StreamRegion).
+void submit_locked(Stream& stream, StreamRegion& state, bool cut_short = false) {
   HeldRegion& region = state.region;
   if (region.empty()) {
     stream.clear_deferred();
@@ -205,7 +234,7 @@ void submit_locked(Stream& stream, StreamRegion& state) {
   const std::vector<bool> stored = region.stored_buffers();
   const char* name = nullptr;
   if (region.reduction()) {
-    name = add_reduction_launches(region, stored, launches);
+    name = add_reduction_launches(region, stored, !cut_short, launches);
   } else if (region.size() >= 2 && std::find(stored.begin(), stored.end(), true) == stored.end()) {
     // No tensor holds anything the ops wrote, and pointwise ops do nothing
     // else: there is nothing to run.
@@ -213,10 +242,11 @@ void submit_locked(Stream& stream, StreamRegion& state) {
     counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
     counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
     region.release();
+    if (cut_short) state.unheld_chain_end.store(stream.work_handed_over(), std::memory_order_release);
     stream.clear_deferred();
     return;
   } else {
-    name = add_region_launches(region, stored, launches);
+    name = add_region_launches(region, stored, !cut_short, launches);
   }
   // Once queued, the work need not hold memory the allocator reuses in
   // stream order (launch_kernel's rule): it goes back to the pool as soon as
@@ -229,24 +259,36 @@ void submit_locked(Stream& stream, StreamRegion& state) {
   });
   released.assign(std::make_move_iterator(reused), std::make_move_iterator(holds.end()));
   holds.erase(reused, holds.end());
-  // Queued, never run inline: a submission from inside another call's
-  // flush must not raise. Pointwise kernels report no failures.
-  // The profiler shows the region where it ran (the stream's worker). Its
-  // callbacks are the submitting thread's (torch.profiler registers them per
-  // thread), so they go with the work, as PyTorch hands them to its own
-  // threads; checked first, as capturing the state costs more than a launch.
-  std::optional<at::ThreadLocalState> profiler_state;
-  if (at::hasThreadLocalCallbacks()) profiler_state.emplace();
-  Status status = stream.enqueue(name, [name, launches = std::move(launches), holds = std::move(holds),
-                                        profiler_state = std::move(profiler_state)]() {
-    std::optional<at::ThreadLocalStateGuard> profiling;
-    if (profiler_state) profiling.emplace(*profiler_state);
-    RECORD_FUNCTION(name, c10::ArrayRef<const c10::IValue>());
-    for (const Launch& launch : launches) compiled::run_now(launch.entry, launch.args, launch.shape);
-    return Status();
-  });
+  // Small work submitted by the host runs at once in the host's thread when
+  // the stream is idle, as a small unheld launch would (Stream::launch):
+  // handing it to the worker would cost more than running it. It cannot
+  // raise: pointwise kernels report no failures, and an earlier failure
+  // keeps the stream from running anything inline.
+  size_t bytes = 0;
+  for (const Launch& launch : launches) bytes += launch.shape.bytes;
+  Status status;
+  if (!cut_short && stream.run_inline_if_idle(name, bytes, [&]() { return run_launches(name, launches); }, status)) {
+    holds.clear();
+  } else {
+    // Queued otherwise, and always from the worker. The profiler shows the
+    // region where it ran (the stream's worker). Its callbacks are the
+    // submitting thread's (torch.profiler registers them per thread), so
+    // they go with the work, as PyTorch hands them to its own threads;
+    // checked first, as capturing the state costs more than a launch.
+    std::optional<at::ThreadLocalState> profiler_state;
+    if (at::hasThreadLocalCallbacks()) profiler_state.emplace();
+    status = stream.enqueue(name, [name, launches = std::move(launches), holds = std::move(holds),
+                                   profiler_state = std::move(profiler_state)]() {
+      std::optional<at::ThreadLocalStateGuard> profiling;
+      if (profiler_state) profiling.emplace(*profiler_state);
+      return run_launches(name, launches);
+    });
+  }
   (void)status;  // a non-blocking stream's enqueue cannot fail
   released.clear();
+  // Before clear_deferred(): a host launch that finds nothing deferred hands
+  // its work over at once, and must find the chain's end already set.
+  if (cut_short) state.unheld_chain_end.store(stream.work_handed_over(), std::memory_order_release);
   stream.clear_deferred();
 }
 
@@ -266,7 +308,7 @@ void submit_held_work(Stream& stream, bool from_worker) {
   } else {
     lock.lock();
   }
-  submit_locked(stream, *state);
+  submit_locked(stream, *state, /*cut_short=*/from_worker);
 }
 
 const bool flush_installed = [] {
@@ -319,13 +361,22 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
     return false;
   }
   const bool always = current == AdaptiveEagerMode::kAlways;
-  // The common case first, without a lock or a lookup: no region open (the
-  // stream's deferred flag, set exactly while one is) and a device about to
-  // run dry. The check is repeated under the lock below.
-  if (!always && !stream.has_deferred() && stream.items_in_flight() < kHoldDepth) return false;
+  // An op that cannot fuse ends a chain, whatever the timing: its launch
+  // hands over work the chain's next op sees.
   std::shared_ptr<const OpKernel> op = op_kernel(pointwise_kernels, signature, build_ir, is_fusable);
   if (!op->fusable) return false;
   StreamRegion& state = region_of(stream);
+  // The op about to be launched unheld: the next one continues its chain if
+  // nothing else reaches the stream first (its own launch hands over one
+  // piece of work).
+  auto run_unheld = [&]() {
+    state.unheld_chain_end.store(stream.work_handed_over() + 1, std::memory_order_release);
+    return false;
+  };
+  // The common case first, without the region's lock: no region open (the
+  // stream's deferred flag, set exactly while one is) and a device about to
+  // run dry. The check is repeated under the lock below.
+  if (!always && !stream.has_deferred() && stream.items_in_flight() < kHoldDepth) return run_unheld();
   std::lock_guard<std::mutex> lock(state.mutex);
   // An open region takes every op that may join, even once the device ran
   // dry: cutting it where the device happened to run dry would give a loop
@@ -337,8 +388,11 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
       return true;
     }
     submit_locked(stream, state);  // the op cannot join: it starts the next region
-  } else if (!always && stream.items_in_flight() < kHoldDepth) {
-    return false;  // a device about to run dry gets the op at once
+  } else if (state.unheld_chain_end.load(std::memory_order_acquire) == stream.work_handed_over() ||
+             (!always && stream.items_in_flight() < kHoldDepth)) {
+    // The op continues a chain that runs unheld, or starts one: a device
+    // about to run dry gets it at once.
+    return run_unheld();
   }
   if (!state.region.try_add(op_name, op, entry, args, shape, rank, iter)) return false;
   stream.mark_deferred();

@@ -71,6 +71,12 @@ class Compiler {
     return nullptr;
   }
 
+  KernelEntry find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = slots_.find(key);
+    return found != slots_.end() && found->second.state == SlotState::kReady ? found->second.entry : nullptr;
+  }
+
   void wait() {
     std::unique_lock<std::mutex> lock(mutex_);
     idle_.wait(lock, [this] { return stats_.compiles_pending == 0; });
@@ -157,6 +163,8 @@ Compiler& compiler() {
 KernelEntry fused_kernel_for(const std::string& key, const std::function<ir::Kernel()>& build) {
   return compiler().find_or_queue(key, build);
 }
+
+KernelEntry fused_kernel_if_ready(const std::string& key) { return compiler().find(key); }
 
 void set_synchronous_compiles(bool synchronous) { compiler().set_synchronous(synchronous); }
 

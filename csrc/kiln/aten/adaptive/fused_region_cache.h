@@ -37,6 +37,8 @@ struct FusedRegionCacheStats {
 // The kernel of `key` if it is ready, else nullptr; the first call for a key
 // queues its compile with the IR `build` makes.
 KernelEntry fused_kernel_for(const std::string& key, const std::function<ir::Kernel()>& build);
+// The kernel of `key` if it is ready, else nullptr; never queues a compile.
+KernelEntry fused_kernel_if_ready(const std::string& key);
 
 // Tests: compile in the caller, so the first sight of a key already runs
 // fused; and (adaptive_eager.cc) the stream's worker leaves held work to the

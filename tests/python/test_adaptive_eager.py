@@ -466,6 +466,25 @@ def test_a_chain_that_started_unheld_runs_unheld_to_its_end(on_mode):
     assert same_bits(w, unfused(lambda t: t * 3, x)) and same_bits(total, x.sum())
 
 
+def test_an_op_that_began_a_chain_opens_a_region_even_on_an_idle_stream(on_mode):
+    # The first sight, on an idle stream, runs unheld; its second op shows
+    # that `x * 2` begins a chain. From then on the op opens a region even
+    # on an idle stream, so a loop whose steps start idle fuses from its
+    # first op, wherever the device happens to be.
+    x = torch.randn(64, 64, device="kiln")
+    torch.kiln.synchronize()
+    y = x * 2 + 1
+    torch.kiln.synchronize()
+    assert torch_kiln.adaptive_eager_stats()["ops_held"] == 0
+    z = x * 2 + 1
+    torch.kiln.synchronize()
+    assert torch_kiln.adaptive_eager_stats()["ops_held"] == 2
+    lone = x.abs()  # an op that began no chain stays unheld on an idle stream
+    torch.kiln.synchronize()
+    assert torch_kiln.adaptive_eager_stats()["ops_held"] == 2
+    assert same_bits(y, z) and same_bits(z, unfused(lambda t: t * 2 + 1, x)) and same_bits(lone, x.abs())
+
+
 def test_a_region_the_worker_cuts_short_compiles_nothing_and_ends_its_chain(on_mode):
     # The device ran dry while a region was held: the stream's worker submits
     # it. Where that happens depends on timing, so its key queues no compile,

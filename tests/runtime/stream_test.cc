@@ -157,24 +157,27 @@ TEST(Stream, CountsSubmittedAndCompletedWorkInOrder) {
   EXPECT_EQ(stream.submitted(), 2u);
 }
 
-TEST(Stream, CountsWorkHandedOverQueuedOrRunAtOnceButNotMarkers) {
+TEST(Stream, CountsOrderingPointsButNotMarkers) {
   Stream stream(0, 1, false);
   auto noop = [] { return Status(); };
-  EXPECT_EQ(stream.work_handed_over(), 0u);
+  EXPECT_EQ(stream.ordering_points(), 0u);
   ASSERT_TRUE(stream.launch("test::inline", 0, noop).ok());  // idle: runs in the caller
   Status status;
   EXPECT_TRUE(stream.run_inline_if_idle("test::inline", 0, noop, status));
   ASSERT_TRUE(stream.run_synchronously("test::sync", noop).ok());
-  EXPECT_EQ(stream.work_handed_over(), 3u);
+  EXPECT_EQ(stream.ordering_points(), 3u);
   Gate gate;
   ASSERT_TRUE(gate.hold(stream).ok());  // an enqueue
   EXPECT_FALSE(stream.run_inline_if_idle("test::busy", 0, noop, status));  // ran nothing
   ASSERT_TRUE(stream.launch("test::queued", 0, noop).ok());
   ASSERT_TRUE(stream.enqueue_without_waiting("test::marker", noop).ok());
-  EXPECT_EQ(stream.work_handed_over(), 5u);
+  EXPECT_EQ(stream.ordering_points(), 5u);
   gate.open();
   ASSERT_TRUE(stream.synchronize().ok());
-  EXPECT_EQ(stream.work_handed_over(), 5u);
+  EXPECT_EQ(stream.ordering_points(), 6u);
+  stream.wait_for_queued_work();
+  EXPECT_TRUE(stream.query());
+  EXPECT_EQ(stream.ordering_points(), 8u);
 }
 
 TEST(Stream, WaitForQueuedWorkRunsItButLeavesAFailureForSynchronize) {

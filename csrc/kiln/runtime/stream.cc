@@ -106,7 +106,7 @@ void Stream::set_wait_permission(WaitPermission permission) {
 
 Status Stream::enqueue(const char* name, Work work) {
   submit_deferred();
-  handed_over_.fetch_add(1, std::memory_order_acq_rel);
+  ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   return push(name, std::move(work), true);
 }
 
@@ -143,7 +143,7 @@ Status Stream::run_synchronously(const char* name, const Work& work) {
   Status earlier = take_failure();
   if (!earlier.ok()) return earlier;
   caller_busy_ = true;
-  handed_over_.fetch_add(1, std::memory_order_acq_rel);
+  ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   lock.unlock();
   Status status = run_in_caller(work);
   end_inline();
@@ -154,7 +154,7 @@ bool Stream::try_begin_inline() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!queue_.empty() || worker_busy_ || caller_busy_ || !first_failure_.ok()) return false;
   caller_busy_ = true;
-  handed_over_.fetch_add(1, std::memory_order_acq_rel);
+  ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }
 
@@ -172,6 +172,7 @@ void Stream::end_inline() {
 
 Status Stream::synchronize() {
   submit_deferred();
+  ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> lock(mutex_);
   if (held_by_this_thread()) return take_failure();
   finish_queued_work(lock);
@@ -180,6 +181,7 @@ Status Stream::synchronize() {
 
 void Stream::wait_for_queued_work() {
   submit_deferred();
+  ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> lock(mutex_);
   if (held_by_this_thread()) return;  // everything it launched has run
   finish_queued_work(lock);
@@ -249,6 +251,7 @@ size_t Stream::run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop
 
 bool Stream::query() {
   submit_deferred();  // held work is work not done
+  ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.empty() && !worker_busy_ && !caller_busy_;
 }

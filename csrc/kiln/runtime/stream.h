@@ -194,11 +194,13 @@ class Stream {
   bool completed(uint64_t count) const {
     return completed_.load(std::memory_order_acquire) >= count;
   }
-  // Work handed over so far by enqueue, launch, run_inline_if_idle (when it
-  // ran) and run_synchronously, queued or run at once; enqueue_without_waiting's
-  // markers are not counted. Adaptive eager compares two readings to tell
-  // whether anything reached the stream between two of its ops.
-  uint64_t work_handed_over() const { return handed_over_.load(std::memory_order_acquire); }
+  // Calls so far that put an order on the stream's work: work handed over
+  // by enqueue, launch, run_inline_if_idle (when it ran) and
+  // run_synchronously, queued or run at once, and synchronize,
+  // wait_for_queued_work and query; enqueue_without_waiting's markers are not
+  // counted. Adaptive eager compares two readings to tell whether anything
+  // reached the stream between two of its ops.
+  uint64_t ordering_points() const { return ordering_points_.load(std::memory_order_acquire); }
   // Queued items that have not finished (the one running included), read
   // without the lock: how far the host is ahead of the device.
   uint64_t items_in_flight() const {
@@ -315,7 +317,7 @@ class Stream {
   std::atomic<size_t> queued_{0};      // queue_.size(), readable without the lock
   std::atomic<uint64_t> hush_{0};      // bumped by stop_polling()
   std::atomic<uint64_t> submitted_{0};  // items ever queued (bumped under mutex_)
-  std::atomic<uint64_t> handed_over_{0};  // work_handed_over()
+  std::atomic<uint64_t> ordering_points_{0};  // ordering_points()
   std::atomic<uint64_t> completed_{0};  // items that have run, in queue order
   Status first_failure_;
   std::thread worker_;         // started on the first enqueue

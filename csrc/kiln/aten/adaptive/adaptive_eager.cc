@@ -70,23 +70,54 @@ std::shared_ptr<const OpKernel> op_kernel(OpKernels& map, std::string_view signa
   return map.kernels.emplace(op->signature, std::move(op)).first->second;
 }
 
+// The ops of a chain (pointwise ops launched one after another, nothing else
+// reaching the stream between them) that ran unheld, counted as the region
+// they would have made had the first been held: the next op continues the
+// span while it could have joined that region by its index space and the
+// region's limits.
+struct UnheldSpan {
+  uint64_t end = UINT64_MAX;  // Stream::ordering_points() right after the span's last op
+  int rank = 0;
+  int64_t sizes[ir::kMaxRank] = {};
+  size_t ops = 0;
+  int scalars = 0;
+  const OpKernel* first = nullptr;  // its first op (OpKernels live as long as the process)
+
+  bool continued_by(const Stream& stream, int op_rank, const LaunchArgs& args, int op_scalars) const {
+    return end == stream.ordering_points() && op_rank == rank && std::equal(args.sizes, args.sizes + rank, sizes) &&
+           ops < HeldRegion::kMaxOps && scalars + op_scalars <= ir::kMaxScalars;
+  }
+  // The op about to be launched unheld joins the span (or starts it); its
+  // launch hands over one piece of work.
+  void add(const Stream& stream, const OpKernel& op, int op_rank, const LaunchArgs& args, int op_scalars,
+           bool start) {
+    if (start) {
+      rank = op_rank;
+      std::copy(args.sizes, args.sizes + op_rank, sizes);
+      ops = 0;
+      scalars = 0;
+      first = &op;
+    }
+    if (++ops == 2) first->begins_chains.store(true, std::memory_order_relaxed);
+    scalars += op_scalars;
+    end = stream.ordering_points() + 1;
+  }
+};
+
 // A stream's open region.
 //
 // Where regions start and end must not depend on timing, or a loop meets new
-// region keys (and compiles) long after its first steps. So a region starts
-// only at the first op of a chain (pointwise ops launched one after another
-// with nothing else reaching the stream between them): once a chain's first
-// op ran unheld (the device was about to run dry), the rest of the chain runs
-// unheld too, and so does the rest of a chain whose region the stream's
-// worker submitted early (it ran dry). A region cut short that way runs fused
-// only if its key's kernel is ready: it never queues a compile.
+// region keys (and compiles) long after its first steps. So an op that
+// arrives while the device is about to run dry runs unheld, and so do the
+// ops after it that could have joined the region it would have opened (its
+// UnheldSpan); the first op that could not have joined starts the next
+// region. The rest of a region the stream's worker submits early (the device
+// ran dry) runs unheld the same way, and such a region, cut short by timing,
+// runs fused only if its key's kernel is ready: it never queues a compile.
 struct StreamRegion {
   std::mutex mutex;
   HeldRegion region;
-  // The stream's Stream::work_handed_over() right after the last op of a
-  // chain running unheld: equal to the stream's count when the next op
-  // continues that chain.
-  std::atomic<uint64_t> unheld_chain_end{UINT64_MAX};
+  UnheldSpan unheld;
 };
 
 std::mutex regions_mutex;
@@ -212,6 +243,14 @@ const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> s
   return kUnfusedRegionName;
 }
 
+// The rest of a region cut short runs unheld as its span, from the work the
+// region handed over; before clear_deferred(), as a host launch that finds
+// nothing deferred hands its work over at once and must see the span.
+void continue_unheld(const Stream& stream, StreamRegion& state, const UnheldSpan& cut) {
+  state.unheld = cut;
+  state.unheld.end = cut.ops > 0 ? stream.ordering_points() : UINT64_MAX;
+}
+
 // Runs a region's launches, recorded for the profiler under `name`.
 Status run_launches(const char* name, const std::vector<Launch>& launches) {
   RECORD_FUNCTION(name, c10::ArrayRef<const c10::IValue>());
@@ -229,6 +268,16 @@ void submit_locked(Stream& stream, StreamRegion& state, bool cut_short = false) 
     stream.clear_deferred();
     return;
   }
+  // What the rest of a region cut short continues (none behind a reduction:
+  // the region took no plain op after it).
+  UnheldSpan cut;
+  if (cut_short && !region.reduction()) {
+    cut.first = region.ops().front().op.get();
+    cut.rank = region.rank();
+    std::copy(region.sizes(), region.sizes() + region.rank(), cut.sizes);
+    cut.ops = region.size();
+    cut.scalars = region.scalar_count();
+  }
   SubmittingScope scope;
   std::vector<Launch> launches;
   const std::vector<bool> stored = region.stored_buffers();
@@ -242,7 +291,7 @@ void submit_locked(Stream& stream, StreamRegion& state, bool cut_short = false) 
     counters.ops_fused.fetch_add(region.size(), std::memory_order_relaxed);
     counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored), std::memory_order_relaxed);
     region.release();
-    if (cut_short) state.unheld_chain_end.store(stream.work_handed_over(), std::memory_order_release);
+    if (cut_short) continue_unheld(stream, state, cut);
     stream.clear_deferred();
     return;
   } else {
@@ -286,9 +335,7 @@ void submit_locked(Stream& stream, StreamRegion& state, bool cut_short = false) 
   }
   (void)status;  // a non-blocking stream's enqueue cannot fail
   released.clear();
-  // Before clear_deferred(): a host launch that finds nothing deferred hands
-  // its work over at once, and must find the chain's end already set.
-  if (cut_short) state.unheld_chain_end.store(stream.work_handed_over(), std::memory_order_release);
+  if (cut_short) continue_unheld(stream, state, cut);
   stream.clear_deferred();
 }
 
@@ -348,6 +395,11 @@ void reset() {
   counters.reductions_fused = 0;
   counters.bytes_not_stored = 0;
   clear_fused_region_cache();
+  // The keys are forgotten: so is which ops begin chains.
+  for (OpKernels* map : {&pointwise_kernels, &reduction_kernels}) {
+    std::shared_lock<std::shared_mutex> lock(map->mutex);
+    for (const auto& [signature, op] : map->kernels) op->begins_chains.store(false, std::memory_order_relaxed);
+  }
 }
 
 bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view signature, KernelEntry entry,
@@ -366,17 +418,7 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
   std::shared_ptr<const OpKernel> op = op_kernel(pointwise_kernels, signature, build_ir, is_fusable);
   if (!op->fusable) return false;
   StreamRegion& state = region_of(stream);
-  // The op about to be launched unheld: the next one continues its chain if
-  // nothing else reaches the stream first (its own launch hands over one
-  // piece of work).
-  auto run_unheld = [&]() {
-    state.unheld_chain_end.store(stream.work_handed_over() + 1, std::memory_order_release);
-    return false;
-  };
-  // The common case first, without the region's lock: no region open (the
-  // stream's deferred flag, set exactly while one is) and a device about to
-  // run dry. The check is repeated under the lock below.
-  if (!always && !stream.has_deferred() && stream.items_in_flight() < kHoldDepth) return run_unheld();
+  const int op_scalars = static_cast<int>(op->kernel.scalars.size());
   std::lock_guard<std::mutex> lock(state.mutex);
   // An open region takes every op that may join, even once the device ran
   // dry: cutting it where the device happened to run dry would give a loop
@@ -384,15 +426,23 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
   // gets the region from the stream's worker, Stream::kDeferredPatience.)
   if (!state.region.empty()) {
     if (state.region.try_add(op_name, op, entry, args, shape, rank, iter)) {
+      state.region.ops().front().op->begins_chains.store(true, std::memory_order_relaxed);
       counters.ops_held.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     submit_locked(stream, state);  // the op cannot join: it starts the next region
-  } else if (state.unheld_chain_end.load(std::memory_order_acquire) == stream.work_handed_over() ||
-             (!always && stream.items_in_flight() < kHoldDepth)) {
-    // The op continues a chain that runs unheld, or starts one: a device
-    // about to run dry gets it at once.
-    return run_unheld();
+  } else if (state.unheld.continued_by(stream, rank, args, op_scalars)) {
+    state.unheld.add(stream, *op, rank, args, op_scalars, /*start=*/false);
+    return false;  // it continues the span running unheld
+  } else if (!always && stream.items_in_flight() < kHoldDepth && !op->begins_chains.load(std::memory_order_relaxed)) {
+    // A device about to run dry gets the op at once, unless the op began a
+    // chain of fusable work before (one region or one unheld span took a
+    // second op): the device then waits only for the host to dispatch the
+    // rest of the region, a loop whose steps start on an idle device fuses
+    // from its first op, and whether such an op opens a region no longer
+    // depends on timing once the loop's first step has shown its chains.
+    state.unheld.add(stream, *op, rank, args, op_scalars, /*start=*/true);
+    return false;
   }
   if (!state.region.try_add(op_name, op, entry, args, shape, rank, iter)) return false;
   stream.mark_deferred();
@@ -408,11 +458,20 @@ bool hold_reduction_slow(Stream& stream, const char* op_name, std::string_view s
       stream.held_by_current_thread() || config().launch_blocking() || Stream::running_queued_work()) {
     return false;
   }
-  std::shared_ptr<const OpKernel> op = op_kernel(reduction_kernels, signature, build_ir, is_fusable_reduction);
-  if (!op->fusable) return false;
   StreamRegion& state = region_of(stream);
   std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.region.empty()) {
+    // A reduction right after an unheld span might have fused with it: the
+    // span's first op begins chains.
+    if (state.unheld.end == stream.ordering_points() && state.unheld.first != nullptr) {
+      state.unheld.first->begins_chains.store(true, std::memory_order_relaxed);
+    }
+    return false;
+  }
+  std::shared_ptr<const OpKernel> op = op_kernel(reduction_kernels, signature, build_ir, is_fusable_reduction);
+  if (!op->fusable) return false;
   if (!state.region.try_add_reduction(op_name, op, entry, args, shape, rank, input_count, operands)) return false;
+  state.region.ops().front().op->begins_chains.store(true, std::memory_order_relaxed);
   counters.ops_held.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -100,13 +100,13 @@ bool hold_pointwise(Stream& stream, const char* op_name, std::string_view signat
 // `input_count`, then its outputs) behind the stream's open region when it
 // reads what the region's ops wrote, so that the ops can run inside the
 // reduction as its prologue (held_region.h, HeldReduction). Returns true when
-// held; false when the caller must launch as usual. Never opens a region.
+// held; false when the caller must launch as usual. Never opens a region (a
+// reduction right after unheld ops marks where they began, UnheldSpan).
 template <typename BuildIr>
 bool hold_reduction(Stream& stream, const char* op_name, std::string_view signature, KernelEntry entry,
                     const LaunchArgs& args, const compiled::LaunchShape& shape, int rank, int input_count,
                     c10::ArrayRef<at::Tensor> operands, BuildIr&& build_ir) {
-  if (detail::current_mode.load(std::memory_order_relaxed) == static_cast<int>(AdaptiveEagerMode::kOff) ||
-      !stream.has_deferred()) {
+  if (detail::current_mode.load(std::memory_order_relaxed) == static_cast<int>(AdaptiveEagerMode::kOff)) {
     return false;
   }
   return hold_reduction_slow(stream, op_name, signature, entry, args, shape, rank, input_count, operands, build_ir);

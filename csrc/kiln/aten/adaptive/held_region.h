@@ -31,6 +31,7 @@
 #include <c10/util/FunctionRef.h>
 #include <c10/util/SmallVector.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,10 @@ struct OpKernel {
   std::string signature;  // the eager kernel's signature (kernel_launch.h)
   ir::Kernel kernel;
   bool fusable = false;  // plain loads, scalars and arithmetic; one store per output
+  // Set once a region or an unheld run of ops this op began took a second
+  // op (or a reduction): from then on the op opens a region even on a device
+  // about to run dry (adaptive_eager.cc).
+  mutable std::atomic<bool> begins_chains{false};
 };
 
 // One held launch.
@@ -117,6 +122,10 @@ class HeldRegion {
   size_t size() const { return ops_.size(); }
   const std::vector<HeldOp>& ops() const { return ops_; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
+  // The index space every op iterates over, and the scalar slots taken.
+  int rank() const { return rank_; }
+  const int64_t* sizes() const { return sizes_; }
+  int scalar_count() const { return scalars_; }
 
   // Adds the launch of `op` over `iter` (its operands and storages) with
   // `args` and `shape` as launch_pointwise made them. Returns false, changing

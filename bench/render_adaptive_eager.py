@@ -41,10 +41,12 @@ def suite_table(results, data):
                      ratio_text(geomean("kiln_eager_over_kiln_eager_unfused"))])
     lines = table(["suite, task", "models", "unfused / CPU eager", "adaptive / CPU eager", "adaptive / unfused"],
                   rows)
-    first_steps, late_keys, worst = [], [], None
+    first_steps, late_keys, worst, per_model = [], [], None, []
     for model, entry in results.items():
         for task, records in entry.get("tasks", {}).items():
             on, off = records.get("kiln_eager", {}), records.get("kiln_eager_unfused", {})
+            if on.get("step_s") and off.get("step_s"):
+                per_model.append((off["step_s"] / on["step_s"], f"{model} {task}"))
             if on.get("first_step_s") and off.get("first_step_s"):
                 first_steps.append(on["first_step_s"] / off["first_step_s"])
                 if worst is None or first_steps[-1] > worst[0]:
@@ -55,5 +57,11 @@ def suite_table(results, data):
     if first_steps:
         lines += ["", f"First step, adaptive / unfused (warm kernel caches): geomean "
                       f"{ratio_text(geometric_mean(first_steps))}, worst {ratio_text(worst[0])} ({worst[1]})."]
+    if per_model:
+        per_model.sort()
+        below = [f"{name} {ratio_text(value)}" for value, name in per_model if round(value, 2) < 0.9]
+        lines += ["", f"Adaptive / unfused per model: lowest {ratio_text(per_model[0][0])} ({per_model[0][1]}), "
+                      f"highest {ratio_text(per_model[-1][0])} ({per_model[-1][1]}); below 0.90x: "
+                      + (", ".join(below) if below else "none") + "."]
     lines += ["", "Region keys still new after step 5: " + (", ".join(late_keys) if late_keys else "none.")]
     return lines

@@ -55,7 +55,7 @@ def suite_table(results, data):
             if keys and len(keys) > 5 and keys[-1] != keys[4]:
                 late_keys.append(f"{model} {task} ({keys})")
     if first_steps:
-        lines += ["", f"First step, adaptive / unfused (warm kernel caches): geomean "
+        lines += ["", f"First step, adaptive / unfused (the adaptive process of each model runs first): geomean "
                       f"{ratio_text(geometric_mean(first_steps))}, worst {ratio_text(worst[0])} ({worst[1]})."]
     if per_model:
         per_model.sort()

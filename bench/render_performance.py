@@ -686,24 +686,32 @@ BENCHMARKS = [
               "one kernel, then the two products in another; LayerNorm: the square inside the variance's mean). "
               "The compiled chains run each norm as one row kernel that reads its row once, where adaptive eager "
               "reads the input once for the statistic and once for the normalisation: at this VM's memory "
-              "bandwidth that is the gap left on RMSNorm and LayerNorm. Adam's per-op working set (a few 2 MB "
-              "tensors) stays in cache, so unfused ops already read mostly from cache, and Python keeps `denom` "
-              "alive into the next parameter, so it is stored. Results are kept alive (a list of the calls' "
-              "outputs), so every call's output is stored: nothing is skipped as dead. Single processes move by "
-              "up to 30 % on this VM."),
+              "bandwidth that is the gap left on RMSNorm and LayerNorm. Each timed run starts on an idle device; "
+              "its first ops are held there because they began chains in the warm-up. Adam's per-op working set "
+              "(a few 2 MB tensors) stays in cache, so unfused ops already read mostly from cache, and Python "
+              "keeps `denom` alive into the next parameter, so it is stored; Adam read 1.72x at commit 7305f95 "
+              "and 1.43x here, with the machine's load at 1.9-3.0 when this run started. Results are kept alive (a list of the calls' outputs), so every "
+              "call's output is stored: nothing is skipped as dead. Single processes move by up to 30 % on this "
+              "VM."),
     Benchmark("adaptive_suite", "bench_suite.py", "Adaptive eager on the model suites",
               "The model suites in kiln eager with adaptive eager off and on (`--modes "
               "kiln_eager_unfused,kiln_eager`), each (model, task, mode) in its own process, beside CPU eager. "
               "Targets: adaptive / CPU eager >= 1.3x per suite, never below unfused by more than the noise, the "
               "first step within 10 % of unfused, and no new region kernels after the fifth step.",
               render_adaptive_suite,
-              "Only the CI subset (6 models) so far. Adaptive and unfused are within this VM's noise of each "
-              "other (single processes move by 30 %): most held ops end as one-op regions between two library "
-              "calls, which cost the step nothing measurable here, and "
-              "these models' norms and softmaxes are ATen's native ops, run as row kernels, which take no "
-              "prologue. Where a region starts depends on timing (a chain's first op is held only behind two "
-              "queued items), so a model can meet a new region key late, as GPT-2 inference did here (an "
-              "in-process run of it kept 3 keys from its first step)."),
+              "All three suites. No model met a new region key after its third step: a region starts only "
+              "where the ops before it would have ended one (unheld spans), ops that began chains open regions "
+              "even on an idle device, and a region the worker cuts short compiles nothing "
+              "([adaptive eager](design/adaptive_eager.md)). Adaptive is within this VM's noise of unfused on "
+              "training (geomeans 0.97-1.01x) and 5-6 % behind on torchvision and transformers inference. "
+              "Single processes move by up to 30 % here (GPT-2 inference read 1.45x, T5 inference 0.71x), so "
+              "the per-model list shows noise as much as cost; the inference gap repeated in in-process A/B "
+              "runs of Llama (6-12 %, the host's time per step, not the device's). These small models' norms "
+              "and softmaxes are ATen's native ops, run as row kernels, which take no prologue, so there is "
+              "little for adaptive eager to fuse. The first-step outliers (Swin, MLP-Mixer, RoBERTa, ViT and T5 "
+              "training, 10-37x) are ordinary kernel compiles, not fused ones: MLP-Mixer compiled no region key "
+              "at all. Each model's adaptive process ran first and recompiled eager kernels the disk cache had "
+              "evicted (it held 957 MB); without those five the first step's geomean is 1.04x."),
     Benchmark("library", "bench_library.py", "Products, convolutions, FFT and linear algebra (library path)",
               "One op called over and over, kiln against the CPU's own kernel, each (mode, thread count) in its "
               "own process: `mm` from 64^3 to 4096^3, tall-skinny and wide products, a transformer's projections "

@@ -333,7 +333,7 @@ void submit_locked(Stream& stream, StreamRegion& state, bool cut_short = false) 
       return run_launches(name, launches);
     });
   }
-  (void)status;  // a non-blocking stream's enqueue cannot fail
+  (void)status;  // neither the run in the caller nor a non-blocking stream's enqueue fails
   released.clear();
   if (cut_short) continue_unheld(stream, state, cut);
   stream.clear_deferred();

@@ -426,7 +426,9 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
   // gets the region from the stream's worker, Stream::kDeferredPatience.)
   if (!state.region.empty()) {
     if (state.region.try_add(op_name, op, entry, args, shape, rank, iter)) {
-      state.region.ops().front().op->begins_chains.store(true, std::memory_order_relaxed);
+      if (state.region.size() == 2) {  // the region's first op begins chains
+        state.region.ops().front().op->begins_chains.store(true, std::memory_order_relaxed);
+      }
       counters.ops_held.fetch_add(1, std::memory_order_relaxed);
       return true;
     }

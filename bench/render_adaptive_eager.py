@@ -59,9 +59,9 @@ def suite_table(results, data):
                       f"{ratio_text(geometric_mean(first_steps))}, worst {ratio_text(worst[0])} ({worst[1]})."]
     if per_model:
         per_model.sort()
-        below = [f"{name} {ratio_text(value)}" for value, name in per_model if round(value, 2) < 0.9]
-        lines += ["", f"Adaptive / unfused per model: lowest {ratio_text(per_model[0][0])} ({per_model[0][1]}), "
-                      f"highest {ratio_text(per_model[-1][0])} ({per_model[-1][1]}); below 0.90x: "
-                      + (", ".join(below) if below else "none") + "."]
+        below = [(value, name) for value, name in per_model if round(value, 2) < 0.9]
+        lowest = ", ".join(f"{name} {ratio_text(value)}" for value, name in below[:5])
+        lines += ["", f"Adaptive / unfused per model: highest {ratio_text(per_model[-1][0])} ({per_model[-1][1]}); "
+                      f"{len(below)} of {len(per_model)} below 0.90x" + (f", the lowest {lowest}." if below else ".")]
     lines += ["", "Region keys still new after step 5: " + (", ".join(late_keys) if late_keys else "none.")]
     return lines

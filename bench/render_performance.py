@@ -689,8 +689,7 @@ BENCHMARKS = [
               "bandwidth that is the gap left on RMSNorm and LayerNorm. Each timed run starts on an idle device; "
               "its first ops are held there because they began chains in the warm-up. Adam's per-op working set "
               "(a few 2 MB tensors) stays in cache, so unfused ops already read mostly from cache, and Python "
-              "keeps `denom` alive into the next parameter, so it is stored; Adam read 1.72x at commit 7305f95 "
-              "and 1.43x here, with the machine's load at 1.9-3.0 when this run started. Results are kept alive (a list of the calls' outputs), so every "
+              "keeps `denom` alive into the next parameter, so it is stored. Results are kept alive (a list of the calls' outputs), so every "
               "call's output is stored: nothing is skipped as dead. Single processes move by up to 30 % on this "
               "VM."),
     Benchmark("adaptive_suite", "bench_suite.py", "Adaptive eager on the model suites",
@@ -699,19 +698,16 @@ BENCHMARKS = [
               "Targets: adaptive / CPU eager >= 1.3x per suite, never below unfused by more than the noise, the "
               "first step within 10 % of unfused, and no new region kernels after the fifth step.",
               render_adaptive_suite,
-              "All three suites. No model met a new region key after its third step: a region starts only "
-              "where the ops before it would have ended one (unheld spans), ops that began chains open regions "
-              "even on an idle device, and a region the worker cuts short compiles nothing "
-              "([adaptive eager](design/adaptive_eager.md)). Adaptive is within this VM's noise of unfused on "
-              "training (geomeans 0.97-1.01x) and 5-6 % behind on torchvision and transformers inference. "
-              "Single processes move by up to 30 % here (GPT-2 inference read 1.45x, T5 inference 0.71x), so "
-              "the per-model list shows noise as much as cost; the inference gap repeated in in-process A/B "
-              "runs of Llama (6-12 %, the host's time per step, not the device's). These small models' norms "
-              "and softmaxes are ATen's native ops, run as row kernels, which take no prologue, so there is "
-              "little for adaptive eager to fuse. The first-step outliers (Swin, MLP-Mixer, RoBERTa, ViT and T5 "
-              "training, 10-37x) are ordinary kernel compiles, not fused ones: MLP-Mixer compiled no region key "
-              "at all. Each model's adaptive process ran first and recompiled eager kernels the disk cache had "
-              "evicted (it held 957 MB); without those five the first step's geomean is 1.04x."),
+              "No model meets a new region key after its third step: a region starts only where the ops "
+              "before it would have ended one, ops that began chains open regions even on an idle device, and a "
+              "region the worker cuts short compiles nothing ([adaptive eager](design/adaptive_eager.md)). "
+              "Single processes move by up to 30 % on this VM, so the per-model ratios show noise as much as "
+              "cost; the suite geomeans put adaptive within a few per cent of unfused, behind it on inference. "
+              "These small models' norms and softmaxes are ATen's native ops, run as row kernels, which take no "
+              "prologue, so there is little for adaptive eager to fuse. The first-step outliers are ordinary "
+              "kernel compiles, not fused ones (MLP-Mixer's adaptive process compiled no region key): each "
+              "model's adaptive process runs first and compiles the eager kernels the disk cache no longer "
+              "holds."),
     Benchmark("library", "bench_library.py", "Products, convolutions, FFT and linear algebra (library path)",
               "One op called over and over, kiln against the CPU's own kernel, each (mode, thread count) in its "
               "own process: `mm` from 64^3 to 4096^3, tall-skinny and wide products, a transformer's projections "

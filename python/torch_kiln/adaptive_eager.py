@@ -28,6 +28,8 @@ def adaptive_eager_stats():
     regions_fused     regions run as one fused kernel
     ops_fused         ops in those regions (a reduction and its prologue included)
     reductions_fused  reductions run with their region's ops inside, as prologue
+    row_kernels_fused of those, run as one row kernel with the pointwise ops
+                      over their input's elements after them (a normalisation)
     regions_unfused   regions of 2+ ops run op by op (their kernel was compiling)
     single_ops        regions of one op
     bytes_not_stored  bytes of intermediates fused kernels did not store

@@ -84,8 +84,16 @@ def make_program(rng, steps=None):
                 epilogue = (rng.choice(BINARY_FLOAT if floating else BINARY_INT),
                             rng.choice([2, -3, 0.5, 1e-3]) if floating else rng.choice([2, -3, 7]),
                             rng.choice(UNARY_FLOAT if floating else UNARY_INT))
+            # Sometimes with row ops: the reduction's input or its prologue's
+            # result combined with the (broadcast) result, then perhaps with
+            # another tensor, which run in one row kernel with the reduction
+            # (a normalisation); sometimes the prologue's result stays held.
+            row = None
+            if floating and rng.random() < 0.6:
+                row = (rng.choice(["input", "prologue"]), rng.choice(["mul", "div", "sub", "add"]),
+                       rng.choice(["mul", "add", "sub", None]), pick(), rng.random() < 0.3)
             program["steps"].append(("reduce_expr", rng.choice(REDUCTIONS), rng.choice([0, -1]), op, unary,
-                                     pick(), pick(), epilogue))
+                                     pick(), pick(), epilogue, row))
         else:
             if len(live) > 3:
                 victim = rng.choice(live[5:] or live[:1])
@@ -136,6 +144,7 @@ def _binary(op, a, b):
 def run_program(program, device="kiln"):
     """Runs `program`; returns every live result, moved to the CPU."""
     pool = list(_inputs(program, device))
+    kept = []  # results held to the end beside the pool's
     for step in program["steps"]:
         kind = step[0]
         try:
@@ -159,18 +168,27 @@ def run_program(program, device="kiln"):
             elif kind == "reduce":
                 pool.append(getattr(torch, step[1])(pool[step[4]], dim=step[2], keepdim=step[3]))
             elif kind == "reduce_expr":
-                # One expression: no name holds the temporaries.
-                reduced = getattr(torch, step[1])(_unary(step[4], _binary(step[3], pool[step[5]], pool[step[6]])),
-                                                  dim=step[2], keepdim=True)
+                # No name holds the temporaries once the step ends.
+                prologue = _binary(step[3], pool[step[5]], pool[step[6]])
+                reduced = getattr(torch, step[1])(_unary(step[4], prologue), dim=step[2], keepdim=True)
                 if step[7] is not None:
                     binary, scalar, unary = step[7]
                     reduced = _unary(unary, _binary(binary, reduced, scalar))
+                row = step[8] if len(step) > 8 else None
+                if row is not None:
+                    operand, first, second, other, keep = row
+                    reduced = _binary(first, pool[step[5]] if operand == "input" else prologue, reduced)
+                    if second is not None:
+                        reduced = _binary(second, reduced, pool[other])
+                    if keep:
+                        kept.append(prologue)
+                del prologue
                 pool.append(reduced)
             elif kind == "drop":
                 pool[step[1]] = None
         except (RuntimeError, TypeError, AttributeError, IndexError):
             pool.append(None)  # refused alike on both runs (compare() checks)
-    return [None if t is None else t.cpu() for t in pool]
+    return [None if t is None else t.cpu() for t in pool + kept]
 
 
 def _same_bits(a, b):
@@ -231,7 +249,8 @@ def main(argv=None):
             break
     stats = torch_kiln.adaptive_eager_stats()
     print(f"{ran} programs agree bit for bit; {stats['regions_fused']} regions fused "
-          f"({stats['ops_fused']} ops, {stats['reductions_fused']} of them with a reduction), "
+          f"({stats['ops_fused']} ops, {stats['reductions_fused']} of them with a reduction, "
+          f"{stats['row_kernels_fused']} of those as row kernels), "
           f"{stats['region_keys']} region kernels, "
           f"{stats['bytes_not_stored']} bytes not stored, {time.monotonic() - start:.0f} s")
     return 0

@@ -41,6 +41,20 @@ def same_bits(a, b):
     return adaptive_fuzz._same_bits(a.cpu(), b.cpu())
 
 
+def fused_stats_after_same_bits(function, name):
+    """Runs `function` (returning a tensor or a tuple of them) unfused, then
+    as the fixture holds it, checks the results agree bit for bit, and
+    returns the adaptive eager counters of the second run."""
+    expected = unfused(function)
+    torch_kiln.reset_adaptive_eager_stats()
+    result = function()
+    torch.kiln.synchronize()
+    results = result if isinstance(result, tuple) else (result,)
+    expecteds = expected if isinstance(expected, tuple) else (expected,)
+    assert all(same_bits(a, b) for a, b in zip(results, expecteds)), name
+    return torch_kiln.adaptive_eager_stats()
+
+
 def adam_like(p, g, m, v):
     m.mul_(0.9).add_(g, alpha=0.1)
     v.mul_(0.999).addcmul_(g, g, value=0.001)
@@ -177,16 +191,96 @@ def test_pointwise_ops_on_a_reduction_result_alone_run_as_its_epilogue(fusing, d
         "in_place": lambda: (x * 3).amax(1).sub_(1).abs_(),
     }
     for name, function in cases.items():
-        expected = unfused(function)
-        torch_kiln.reset_adaptive_eager_stats()
-        result = function()
-        torch.kiln.synchronize()
-        results = result if isinstance(result, tuple) else (result,)
-        expecteds = expected if isinstance(expected, tuple) else (expected,)
-        assert all(same_bits(a, b) for a, b in zip(results, expecteds)), name
-        stats = torch_kiln.adaptive_eager_stats()
+        stats = fused_stats_after_same_bits(function, name)
         assert stats["reductions_fused"] == 1 and stats["regions_fused"] == 1, (name, stats)
         assert stats["ops_fused"] >= 4, (name, stats)
+
+
+def llama_rms_norm(x, weight):
+    """transformers' LlamaRMSNorm.forward, as written there."""
+    dtype = x.dtype
+    hidden = x.to(torch.float32)
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    hidden = hidden * torch.rsqrt(variance + 1e-6)
+    return weight * hidden.to(dtype)
+
+
+def layer_norm_formula(x, weight, bias):
+    mean = x.mean(-1, keepdim=True)
+    centred = x - mean
+    variance = (centred * centred).mean(-1, keepdim=True)
+    return centred / torch.sqrt(variance + 1e-5) * weight + bias
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_a_normalisation_runs_as_one_row_kernel_with_the_same_bits(fusing, dtype):
+    x = torch.randn(4, 12, 130, device="kiln").to(dtype)
+    weight = torch.randn(130, device="kiln").to(dtype)
+    bias = torch.randn(130, device="kiln").to(dtype)
+    cases = {
+        # name: (function, ops the row kernel runs)
+        "rms_norm": (lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight, 6),
+        "llama_rms_norm": (lambda: llama_rms_norm(x, weight), 6 if dtype == torch.float32 else 8),
+        # Its `x - mean` reads the mean broadcast over another index space
+        # than the square's: it runs alone, the rest as one row kernel.
+        "layer_norm": (lambda: layer_norm_formula(x, weight, bias), 7),
+        # The product stays held: the row kernel stores it too.
+        "held_product": (lambda: (lambda n: (n, n * weight))(x * torch.rsqrt((x * x).sum(-1, keepdim=True))), 5),
+        # A row op rewrites a row op's result in place.
+        "in_place": (lambda: (x / (x.abs() + 1).amax(-1, keepdim=True)).mul_(weight).add_(1), 6),
+        # The square stays held: stored by the row kernel, which reads it.
+        "held_square": (lambda: (lambda s: (s, s / s.sum(-1, keepdim=True)))(x * x), 3),
+    }
+    for name, (function, ops) in cases.items():
+        stats = fused_stats_after_same_bits(function, name)
+        assert stats["row_kernels_fused"] == 1, (name, stats)
+        assert stats["ops_fused"] == ops, (name, stats)
+
+
+def test_row_ops_that_would_reorder_memory_accesses_do_not_join(fusing):
+    x = torch.randn(40, 70, device="kiln")
+    weight = torch.randn(70, device="kiln")
+
+    def writes_the_input():
+        # Written in place, x would be read again by the row kernel's later
+        # passes (and by other rows' folds through the view below).
+        y = x.clone()
+        scale = torch.rsqrt((y * y).mean(-1, keepdim=True))
+        return y.mul_(scale)
+
+    def other_positions():
+        # Half the row: not the reduction's positions.
+        scale = (x * 2).amax(-1, keepdim=True)
+        return x[:, :35] / scale
+
+    def column_reduction():
+        # A column reduction: no row kernel, its rows are columns.
+        scale = (x * x).sum(0, keepdim=True)
+        return x * scale * weight
+
+    def reads_a_value_through_another_view():
+        # Row i's sums read along the columns: element (i, j) needs row j's.
+        square = x[:, :40]
+        total = (square * 3).sum(-1, keepdim=True)
+        return square * total.t()
+
+    for function in (writes_the_input, other_positions, column_reduction, reads_a_value_through_another_view):
+        stats = fused_stats_after_same_bits(function, function.__name__)
+        assert stats["row_kernels_fused"] == 0, function.__name__
+
+
+def test_a_normalisation_loop_compiles_its_row_kernel_once_and_matches(on_mode):
+    x = torch.randn(256, 512, device="kiln")
+    weight = torch.randn(512, device="kiln")
+    expected = unfused(lambda: llama_rms_norm(x, weight))
+    torch_kiln.reset_adaptive_eager_stats()
+    for _ in range(6):
+        results = [llama_rms_norm(x, weight) for _ in range(20)]
+        torch.kiln.synchronize()
+        torch_kiln._C._adaptive_eager_wait_for_compiles()
+    assert all(same_bits(result, expected) for result in results)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["row_kernels_fused"] > 0 and stats["compile_failures"] == 0, stats
 
 
 def test_an_op_reading_another_tensor_ends_the_epilogue(fusing):

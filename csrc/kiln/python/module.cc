@@ -120,6 +120,7 @@ void add_adaptive_eager_bindings(py::module& module) {
     result["regions_unfused"] = stats.regions_unfused;
     result["single_ops"] = stats.single_ops;
     result["reductions_fused"] = stats.reductions_fused;
+    result["row_kernels_fused"] = stats.row_kernels_fused;
     result["bytes_not_stored"] = stats.bytes_not_stored;
     result["region_keys"] = stats.region_keys;
     result["kernels_compiled"] = stats.kernels_compiled;

@@ -42,6 +42,7 @@ struct Counters {
   std::atomic<uint64_t> regions_unfused{0};
   std::atomic<uint64_t> single_ops{0};
   std::atomic<uint64_t> reductions_fused{0};
+  std::atomic<uint64_t> row_kernels_fused{0};
   std::atomic<uint64_t> bytes_not_stored{0};
 };
 Counters counters;
@@ -196,9 +197,46 @@ const char* add_region_launches(const HeldRegion& region, const std::vector<bool
 // (a LayerNorm's (x - mean) is held, its square is not): the square is
 // neither stored nor loaded. Otherwise the ops run as a region that also
 // stores what the reduction reads, then the reduction as it launched.
+// The launches of a region whose reduction took row ops: one row kernel
+// that also stores the region's results a tensor holds, unless the ops
+// write a buffer they read (the row kernel computes them in more than one
+// pass over the row); else every op one by one.
+const char* add_row_launches(const HeldRegion& region, const std::vector<bool>& stored, bool may_compile,
+                             std::vector<Launch>& launches) {
+  const HeldReduction& reduction = *region.reduction();
+  const bool nothing_stored = std::find(stored.begin(), stored.end(), true) == stored.end();
+  if (nothing_stored || region.writes_no_input()) {
+    const HeldRegion::RowStores stores = region.row_stores();
+    KernelEntry fused =
+        ready_kernel(region.row_key(stores), may_compile, [&]() { return region.fused_row_kernel(stores); });
+    if (fused != nullptr) {
+      Launch launch{fused, {}, {}};
+      launch.args = region.fused_row_args(stores, launch.shape);
+      launches.push_back(launch);
+      counters.regions_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.ops_fused.fetch_add(region.size() + 1 + reduction.epilogue.size() + reduction.row_ops.size(),
+                                   std::memory_order_relaxed);
+      counters.reductions_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.row_kernels_fused.fetch_add(1, std::memory_order_relaxed);
+      counters.bytes_not_stored.fetch_add(region.bytes_not_stored(stored) + region.row_bytes_not_stored(stores),
+                                          std::memory_order_relaxed);
+      return kFusedRegionName;
+    }
+  }
+  counters.regions_unfused.fetch_add(1, std::memory_order_relaxed);
+  for (const HeldOp& op : region.ops()) launches.push_back(Launch{op.entry, op.args, op.shape});
+  launches.push_back(Launch{reduction.entry, reduction.args, reduction.shape});
+  for (const HeldOp& op : reduction.epilogue) launches.push_back(Launch{op.entry, op.args, op.shape});
+  for (const HeldReduction::RowOp& op : reduction.row_ops) {
+    launches.push_back(Launch{op.launch.entry, op.launch.args, op.launch.shape});
+  }
+  return kUnfusedRegionName;
+}
+
 const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> stored, bool may_compile,
                                    std::vector<Launch>& launches) {
   const HeldReduction& reduction = *region.reduction();
+  if (!reduction.row_ops.empty()) return add_row_launches(region, stored, may_compile, launches);
   const bool nothing_stored = std::find(stored.begin(), stored.end(), true) == stored.end();
   bool source_held = false;
   for (int source : reduction.sources) source_held = source_held || (source >= 0 && stored[source]);
@@ -377,6 +415,7 @@ Stats stats() {
   result.regions_unfused = counters.regions_unfused.load();
   result.single_ops = counters.single_ops.load();
   result.reductions_fused = counters.reductions_fused.load();
+  result.row_kernels_fused = counters.row_kernels_fused.load();
   result.bytes_not_stored = counters.bytes_not_stored.load();
   FusedRegionCacheStats cache = fused_region_cache_stats();
   result.region_keys = cache.keys;
@@ -393,6 +432,7 @@ void reset() {
   counters.regions_unfused = 0;
   counters.single_ops = 0;
   counters.reductions_fused = 0;
+  counters.row_kernels_fused = 0;
   counters.bytes_not_stored = 0;
   clear_fused_region_cache();
   // The keys are forgotten: so is which ops begin chains.

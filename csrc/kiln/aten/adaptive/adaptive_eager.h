@@ -53,6 +53,7 @@ struct Stats {
   uint64_t regions_unfused = 0;   // regions of 2+ ops run op by op (kernel compiling, or failed)
   uint64_t single_ops = 0;        // regions of one op (nothing to fuse)
   uint64_t reductions_fused = 0;  // reductions run with their region's ops as prologue
+  uint64_t row_kernels_fused = 0;  // of those, run as a row kernel with row ops after
   uint64_t bytes_not_stored = 0;  // stores fused kernels skipped: intermediates nobody held
   // From the fused-region cache (fused_region_cache.h).
   uint64_t region_keys = 0;

@@ -220,16 +220,7 @@ bool HeldRegion::try_add_epilogue(const char* op_name, std::shared_ptr<const OpK
       HeldReduction::Value created;
       created.data = args.data[operand];
       created.dtype = dtype;
-      const c10::Storage& storage = iter.tensor_base(tensor_of[operand]).storage();
-      int storage_index = -1;
-      for (size_t index = 0; index < storages_.size() && storage_index < 0; ++index) {
-        if (storages_[index].unsafeGetStorageImpl() == storage.unsafeGetStorageImpl()) storage_index = static_cast<int>(index);
-      }
-      if (storage_index < 0) {
-        storage_index = static_cast<int>(storages_.size() + new_storages.size());
-        new_storages.push_back(storage);
-      }
-      created.storage = storage_index;
+      created.storage = storage_index(iter.tensor_base(tensor_of[operand]).storage(), new_storages);
       value = static_cast<int>(held.values.size() + new_values.size());
       new_values.push_back(created);
     }
@@ -275,16 +266,10 @@ char* HeldRegion::reduction_data(const Buffer& buffer) const {
   return buffer.data + offset * ir::dtype_size(buffer.dtype);
 }
 
-namespace {
-
-// The layout class of an operand of a reduction kernel: along its vectorised
-// dim (the first reduced one for a row reduction, dim 0 for a column one).
 ir::Layout reduction_layout(const ir::Kernel& kernel, const LaunchArgs& args, const int64_t* strides) {
   const int dim = kernel.reduction.inner ? kernel.kept_rank : 0;
   return compiled::layout_class(strides[dim], args.sizes[dim]);
 }
-
-}  // namespace
 
 std::string HeldRegion::reduction_key(const std::vector<bool>& stored_values) const {
   const HeldReduction& held = *reduction_;
@@ -314,14 +299,37 @@ ir::Kernel HeldRegion::fused_reduction_kernel(const std::vector<bool>& stored_va
   const HeldReduction& held = *reduction_;
   const ir::Kernel& kernel = held.op->kernel;
   ir::Builder builder("adaptive_reduction", ir::KernelKind::kReduction, held.rank);
-  std::vector<int> input_of(buffers_.size(), -1);
+  std::vector<int> input_of, own_input;
+  add_reduction_operands(builder, input_of, own_input);
+  const std::vector<ir::ValueId> ids = reduction_nodes(builder, replay_ops(builder, input_of), own_input);
+  builder.reduce(kernel.reduction.op, ids[kernel.reduction.input], kernel.kept_rank, kernel.reduction.inner);
+  if (held.values.empty()) {
+    for (size_t output = 0; output < kernel.outputs.size(); ++output) {
+      builder.store(builder.add_output(kernel.outputs[output].dtype, kernel.outputs[output].layout),
+                    ids[kernel.results[output]]);
+    }
+    return builder.finish();
+  }
+  const std::vector<ir::ValueId> value_of = epilogue_values(builder, ids);
+  for (size_t value = 0; value < held.values.size(); ++value) {
+    if (!stored_values[value]) continue;
+    builder.store(builder.add_output(held.values[value].dtype, kernel.outputs[0].layout), value_of[value]);
+  }
+  return builder.finish();
+}
+
+void HeldRegion::add_reduction_operands(ir::Builder& builder, std::vector<int>& input_of,
+                                        std::vector<int>& own_input) const {
+  const HeldReduction& held = *reduction_;
+  const ir::Kernel& kernel = held.op->kernel;
+  input_of.assign(buffers_.size(), -1);
   int64_t strides[ir::kMaxRank];
   for (size_t index = 0; index < buffers_.size(); ++index) {
     if (!buffers_[index].external) continue;
     reduction_strides(buffers_[index], strides);
     input_of[index] = builder.add_input(buffers_[index].dtype, reduction_layout(kernel, held.args, strides));
   }
-  std::vector<int> own_input(kernel.inputs.size(), -1);
+  own_input.assign(kernel.inputs.size(), -1);
   for (size_t input = 0; input < kernel.inputs.size(); ++input) {
     if (held.sources[input] < 0) own_input[input] = builder.add_input(kernel.inputs[input].dtype, kernel.inputs[input].layout);
   }
@@ -332,26 +340,27 @@ ir::Kernel HeldRegion::fused_reduction_kernel(const std::vector<bool>& stored_va
   for (const HeldOp& op : held.epilogue) {
     for (ir::DType dtype : op.op->kernel.scalars) builder.add_scalar(dtype);
   }
-  const std::vector<ir::ValueId> written = replay_ops(builder, input_of);
-  // The reduction's nodes, its loads of the ops' results replaced by the
-  // values the ops computed, rounded to the buffer's dtype as a store and a
-  // load would round them.
-  const std::vector<ir::ValueId> ids = copy_kernel_nodes(builder, kernel, [&](int input) {
+}
+
+std::vector<ir::ValueId> HeldRegion::reduction_nodes(ir::Builder& builder, const std::vector<ir::ValueId>& written,
+                                                     const std::vector<int>& own_input) const {
+  const HeldReduction& held = *reduction_;
+  // The loads of the ops' results read the values the ops computed, rounded
+  // to the buffer's dtype as a store and a load would round them.
+  return copy_kernel_nodes(builder, held.op->kernel, [&](int input) {
     const int source = held.sources[input];
     return source >= 0 ? builder.cast(written[source], buffers_[source].dtype) : builder.load(own_input[input]);
   }, scalars_);
-  builder.reduce(kernel.reduction.op, ids[kernel.reduction.input], kernel.kept_rank, kernel.reduction.inner);
-  if (held.values.empty()) {
-    for (size_t output = 0; output < kernel.outputs.size(); ++output) {
-      builder.store(builder.add_output(kernel.outputs[output].dtype, kernel.outputs[output].layout),
-                    ids[kernel.results[output]]);
-    }
-    return builder.finish();
-  }
+}
+
+std::vector<ir::ValueId> HeldRegion::epilogue_values(ir::Builder& builder,
+                                                     const std::vector<ir::ValueId>& reduction_ids) const {
+  const HeldReduction& held = *reduction_;
+  const ir::Kernel& kernel = held.op->kernel;
   // The epilogue ops, per output element: each value handed over as its
   // store and load would round it, as in the region.
   std::vector<ir::ValueId> value_of(held.values.size(), ir::kNoValue);
-  value_of[0] = ids[kernel.results[0]];
+  value_of[0] = reduction_ids[kernel.results[0]];
   const int epilogue_slot = scalars_ + static_cast<int>(kernel.scalars.size());
   for (const HeldOp& op : held.epilogue) {
     const ir::Kernel& op_kernel = op.op->kernel;
@@ -364,19 +373,12 @@ ir::Kernel HeldRegion::fused_reduction_kernel(const std::vector<bool>& stored_va
       value_of[op.buffers[inputs + output]] = op_ids[op_kernel.results[output]];
     }
   }
-  for (size_t value = 0; value < held.values.size(); ++value) {
-    if (!stored_values[value]) continue;
-    builder.store(builder.add_output(held.values[value].dtype, kernel.outputs[0].layout), value_of[value]);
-  }
-  return builder.finish();
+  return value_of;
 }
 
-LaunchArgs HeldRegion::fused_reduction_args(const std::vector<bool>& stored_values,
-                                            compiled::LaunchShape& shape) const {
+int HeldRegion::reduction_operand_args(LaunchArgs& args, compiled::LaunchShape& shape) const {
   const HeldReduction& held = *reduction_;
   const ir::Kernel& kernel = held.op->kernel;
-  const int inputs = static_cast<int>(kernel.inputs.size());
-  LaunchArgs args{};
   shape = held.shape;
   int operand = 0;
   for (const Buffer& buffer : buffers_) {
@@ -386,23 +388,8 @@ LaunchArgs HeldRegion::fused_reduction_args(const std::vector<bool>& stored_valu
     shape.bytes += static_cast<size_t>(ops_.front().shape.positions) * ir::dtype_size(buffer.dtype);
     ++operand;
   }
-  auto add_own = [&](int index) {
-    args.data[operand] = held.args.data[index];
-    std::copy(held.args.strides[index], held.args.strides[index] + held.rank, args.strides[operand]);
-    ++operand;
-  };
-  for (int input = 0; input < inputs; ++input) {
-    if (held.sources[input] < 0) add_own(input);
-  }
-  if (held.values.empty()) {
-    for (size_t output = 0; output < kernel.outputs.size(); ++output) add_own(inputs + static_cast<int>(output));
-  } else {
-    for (size_t value = 0; value < held.values.size(); ++value) {
-      if (!stored_values[value]) continue;
-      args.data[operand] = held.values[value].data;
-      std::copy(held.args.strides[inputs], held.args.strides[inputs] + held.rank, args.strides[operand]);
-      ++operand;
-    }
+  for (size_t input = 0; input < kernel.inputs.size(); ++input) {
+    if (held.sources[input] < 0) add_own_operand(args, static_cast<int>(input), operand);
   }
   std::copy(held.args.sizes, held.args.sizes + held.rank, args.sizes);
   copy_scalars(args);
@@ -411,6 +398,39 @@ LaunchArgs HeldRegion::fused_reduction_args(const std::vector<bool>& stored_valu
   for (const HeldOp& op : held.epilogue) {
     const size_t scalars = op.op->kernel.scalars.size();
     std::copy(op.args.scalars, op.args.scalars + scalars, args.scalars + epilogue_slot + op.first_scalar);
+  }
+  return operand;
+}
+
+void HeldRegion::add_own_operand(LaunchArgs& args, int index, int& operand) const {
+  const HeldReduction& held = *reduction_;
+  args.data[operand] = held.args.data[index];
+  std::copy(held.args.strides[index], held.args.strides[index] + held.rank, args.strides[operand]);
+  ++operand;
+}
+
+void HeldRegion::add_value_operand(LaunchArgs& args, int value, int& operand) const {
+  const HeldReduction& held = *reduction_;
+  const int output = static_cast<int>(held.sources.size());
+  args.data[operand] = held.values[value].data;
+  std::copy(held.args.strides[output], held.args.strides[output] + held.rank, args.strides[operand]);
+  ++operand;
+}
+
+LaunchArgs HeldRegion::fused_reduction_args(const std::vector<bool>& stored_values,
+                                            compiled::LaunchShape& shape) const {
+  const HeldReduction& held = *reduction_;
+  const int inputs = static_cast<int>(held.op->kernel.inputs.size());
+  LaunchArgs args{};
+  int operand = reduction_operand_args(args, shape);
+  if (held.values.empty()) {
+    for (size_t output = 0; output < held.op->kernel.outputs.size(); ++output) {
+      add_own_operand(args, inputs + static_cast<int>(output), operand);
+    }
+  } else {
+    for (size_t value = 0; value < held.values.size(); ++value) {
+      if (stored_values[value]) add_value_operand(args, static_cast<int>(value), operand);
+    }
   }
   return args;
 }

@@ -108,6 +108,18 @@ bool is_fusable_reduction(const ir::Kernel& kernel) {
          kernel.reduction.op != ir::ReduceOp::kArgMin;
 }
 
+int HeldRegion::storage_index(const c10::Storage& storage, std::vector<c10::Storage>& new_storages) const {
+  const c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  for (size_t index = 0; index < storages_.size(); ++index) {
+    if (storages_[index].unsafeGetStorageImpl() == impl) return static_cast<int>(index);
+  }
+  for (size_t index = 0; index < new_storages.size(); ++index) {
+    if (new_storages[index].unsafeGetStorageImpl() == impl) return static_cast<int>(storages_.size() + index);
+  }
+  new_storages.push_back(storage);
+  return static_cast<int>(storages_.size() + new_storages.size() - 1);
+}
+
 int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* strides,
                                    const c10::Storage& storage, bool writes, std::vector<Buffer>& added,
                                    std::vector<c10::Storage>& new_storages, bool& conflict) const {
@@ -141,21 +153,7 @@ int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* s
   std::copy(strides, strides + rank_, buffer.strides);
   buffer.begin = begin;
   buffer.end = end;
-  const c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
-  int storage_index = -1;
-  for (size_t index = 0; index < storages_.size() && storage_index < 0; ++index) {
-    if (storages_[index].unsafeGetStorageImpl() == impl) storage_index = static_cast<int>(index);
-  }
-  for (size_t index = 0; index < new_storages.size() && storage_index < 0; ++index) {
-    if (new_storages[index].unsafeGetStorageImpl() == impl) {
-      storage_index = static_cast<int>(storages_.size() + index);
-    }
-  }
-  if (storage_index < 0) {
-    storage_index = static_cast<int>(storages_.size() + new_storages.size());
-    new_storages.push_back(storage);
-  }
-  buffer.storage = storage_index;
+  buffer.storage = storage_index(storage, new_storages);
   buffer.external = !writes;
   added.push_back(buffer);
   return existing + static_cast<int>(added.size()) - 1;
@@ -164,7 +162,12 @@ int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* s
 bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                          const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                          const at::TensorIteratorBase& iter) {
-  if (reduction_) return try_add_epilogue(op_name, std::move(op), entry, args, shape, iter);
+  if (reduction_) {
+    // An epilogue op while no row op has joined (the epilogue's values are
+    // all computed before the row ops run).
+    if (reduction_->row_ops.empty() && try_add_epilogue(op_name, op, entry, args, shape, iter)) return true;
+    return try_add_row_op(op_name, std::move(op), entry, args, shape, iter);
+  }
   const ir::Kernel& kernel = op->kernel;
   if (!op->fusable || ops_.size() >= kMaxOps) return false;
   if (ops_.empty()) {

@@ -102,6 +102,39 @@ struct HeldReduction {
   };
   std::vector<Value> values;
   int epilogue_scalars = 0;
+
+  // Pointwise ops after the reduction over its input's elements (each
+  // position one element of a row): its row ops, see HeldRegion::try_add.
+  // With them the region runs as one row kernel (ir::KernelKind::kRow) that
+  // folds each row as the reduction does, then computes the row ops along
+  // it: the `x * rsqrt(...) * weight` of an RMSNorm. Their operands are laid
+  // out over the reduction's kernel dims, each one of:
+  struct RowOperand {
+    enum Kind : uint8_t {
+      kBuffer,  // a region buffer, with the value the region's ops left in it
+      kValue,   // a value above, the same along the row
+      kTensor,  // a row tensor below
+    };
+    Kind kind = kBuffer;
+    int index = 0;
+  };
+  struct RowOp {
+    HeldOp launch;                              // its buffers are unused
+    c10::SmallVector<RowOperand, 6> operands;   // inputs, then outputs
+  };
+  // A row op's operand that is neither a region buffer nor a value: a tensor
+  // the fused kernel only loads (a norm's weight), or one a row op wrote.
+  struct RowTensor {
+    char* data = nullptr;
+    ir::DType dtype = ir::DType::kFloat32;
+    int64_t strides[ir::kMaxRank] = {};  // elements, over the reduction's kernel dims
+    uintptr_t begin = 0, end = 0;        // bytes it spans
+    int storage = 0;                     // index into HeldRegion::storages
+    bool written = false;
+  };
+  std::vector<RowOp> row_ops;
+  std::vector<RowTensor> row_tensors;
+  int row_scalars = 0;
 };
 
 struct Buffer {
@@ -135,6 +168,13 @@ class HeldRegion {
   // results, and every operand has the output's strides over the op's
   // index space and as many positions (so position p is the same output
   // element for all of them): the `+ eps` and `rsqrt` of an RMSNorm.
+  // Behind an inner reduction (and its epilogue), an op joins as a row op
+  // when its positions are the reduction's input positions (one of its
+  // operands is a region buffer or row tensor, stepping along each kernel
+  // dim as that does), every operand it reads is a region buffer, a value
+  // broadcast along the row, a row tensor, or memory nothing in the region
+  // writes, and what it writes overlaps nothing the region touches (or is a
+  // row tensor it rewrites in place).
   bool try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
                const at::TensorIteratorBase& iter);
@@ -185,6 +225,19 @@ class HeldRegion {
   ir::Kernel fused_reduction_kernel(const std::vector<bool>& stored_values) const;
   LaunchArgs fused_reduction_args(const std::vector<bool>& stored_values, compiled::LaunchShape& shape) const;
 
+  // A region whose reduction took row ops runs as one row kernel, which
+  // stores what a tensor outside holds: written region buffers, values and
+  // row tensors (the reduction's output when nothing is).
+  struct RowStores {
+    std::vector<bool> buffers, values, tensors;
+  };
+  RowStores row_stores() const;
+  std::string row_key(const RowStores& stores) const;
+  ir::Kernel fused_row_kernel(const RowStores& stores) const;
+  LaunchArgs fused_row_args(const RowStores& stores, compiled::LaunchShape& shape) const;
+  // Bytes the row kernel does not store (row ops' results nobody holds).
+  size_t row_bytes_not_stored(const RowStores& stores) const;
+
   // Empties the region, handing over its storage holds.
   std::vector<c10::Storage> release();
 
@@ -195,6 +248,24 @@ class HeldRegion {
   bool try_add_epilogue(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                         const LaunchArgs& args, const compiled::LaunchShape& shape,
                         const at::TensorIteratorBase& iter);
+  bool try_add_row_op(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                      const LaunchArgs& args, const compiled::LaunchShape& shape, const at::TensorIteratorBase& iter);
+  // The epilogue's nodes after the reduction's (`reduction_ids`, its nodes
+  // as copied): each value's last value, as handed from op to op.
+  std::vector<ir::ValueId> epilogue_values(ir::Builder& builder, const std::vector<ir::ValueId>& reduction_ids) const;
+  // The reduction's nodes (copy_kernel_nodes), its loads of the ops' results
+  // replaced by `written`, the values the ops computed.
+  // The fused reduction's inputs (external region buffers, the reduction's
+  // own inputs) and scalars (the ops', the reduction's, the epilogue's), in
+  // `builder` and in a launch's `args` (returning the operands filled).
+  void add_reduction_operands(ir::Builder& builder, std::vector<int>& input_of, std::vector<int>& own_input) const;
+  int reduction_operand_args(LaunchArgs& args, compiled::LaunchShape& shape) const;
+  // Operand `operand` (then the next) of a launch: the reduction's own
+  // operand `index`, or value `value` laid out as the reduction's output.
+  void add_own_operand(LaunchArgs& args, int index, int& operand) const;
+  void add_value_operand(LaunchArgs& args, int value, int& operand) const;
+  std::vector<ir::ValueId> reduction_nodes(ir::Builder& builder, const std::vector<ir::ValueId>& written,
+                                           const std::vector<int>& own_input) const;
   // A region buffer's strides over the held reduction's kernel dims, and
   // its element at the reduction's first position.
   void reduction_strides(const Buffer& buffer, int64_t* strides) const;
@@ -202,6 +273,9 @@ class HeldRegion {
   // The region's scalars, in order, into `args` from slot 0.
   void copy_scalars(LaunchArgs& args) const;
 
+  // The index of `storage` in storages_ followed by `new_storages`, where it
+  // is added if in neither.
+  int storage_index(const c10::Storage& storage, std::vector<c10::Storage>& new_storages) const;
   int find_or_add_buffer(char* data, ir::DType dtype, const int64_t* strides, const c10::Storage& storage,
                          bool writes, std::vector<Buffer>& added, std::vector<c10::Storage>& new_storages,
                          bool& conflict) const;
@@ -232,6 +306,11 @@ std::vector<ir::ValueId> copy_kernel_nodes(ir::Builder& builder, const ir::Kerne
 void byte_span(const char* data, ir::DType dtype, const int64_t* strides, const int64_t* sizes, int rank,
                uintptr_t& begin, uintptr_t& end);
 bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end);
+
+// The layout class of an operand of reduction kernel `kernel` laid out as
+// `args` with `strides`: along its vectorised dim (the first reduced one for
+// a row reduction, dim 0 for a column one).
+ir::Layout reduction_layout(const ir::Kernel& kernel, const LaunchArgs& args, const int64_t* strides);
 
 // Whether `op`'s code calls libm functions whose bits depend on the loop
 // around the element: the special functions (erfinv, digamma, the Bessel

@@ -196,6 +196,20 @@ def test_pointwise_ops_on_a_reduction_result_alone_run_as_its_epilogue(fusing, d
         assert stats["ops_fused"] >= 4, (name, stats)
 
 
+def test_ops_over_other_splits_of_the_same_positions_share_a_region(fusing):
+    x = torch.randn(48, 130, device="kiln")
+    row = torch.randn(130, device="kiln")
+    # Over [6240], [130, 48] (the row broadcast), [6240]: one region over [130, 48].
+    stats = fused_stats_after_same_bits(lambda: ((x * 2) + row).sigmoid(), "split")
+    assert stats["regions_fused"] == 1 and stats["ops_fused"] == 3, stats
+    # Over [6, 4], [24], then [4, 6]: no split of the first two fits the
+    # third, which starts the next region.
+    a = torch.randn(4, 6, device="kiln")
+    six, four = torch.randn(6, device="kiln"), torch.randn(4, device="kiln")
+    stats = fused_stats_after_same_bits(lambda: (((a + six) * 3).view(6, 4) + four).exp(), "no_split")
+    assert stats["regions_fused"] == 2 and stats["ops_fused"] == 4, stats
+
+
 def llama_rms_norm(x, weight):
     """transformers' LlamaRMSNorm.forward, as written there."""
     dtype = x.dtype
@@ -221,9 +235,9 @@ def test_a_normalisation_runs_as_one_row_kernel_with_the_same_bits(fusing, dtype
         # name: (function, ops the row kernel runs)
         "rms_norm": (lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight, 6),
         "llama_rms_norm": (lambda: llama_rms_norm(x, weight), 6 if dtype == torch.float32 else 8),
-        # Its `x - mean` reads the mean broadcast over another index space
-        # than the square's: it runs alone, the rest as one row kernel.
-        "layer_norm": (lambda: layer_norm_formula(x, weight, bias), 7),
+        # Its `x - mean` iterates over [130, 48] (the mean broadcast), the
+        # square over [6240]: the region splits its dims to take both.
+        "layer_norm": (lambda: layer_norm_formula(x, weight, bias), 8),
         # The product stays held: the row kernel stores it too.
         "held_product": (lambda: (lambda n: (n, n * weight))(x * torch.rsqrt((x * x).sum(-1, keepdim=True))), 5),
         # A row op rewrites a row op's result in place.

@@ -84,9 +84,15 @@ struct UnheldSpan {
   int scalars = 0;
   const OpKernel* first = nullptr;  // its first op (OpKernels live as long as the process)
 
+  // As a region would take it: the same index space or one with a common
+  // refinement (HeldRegion::try_add).
   bool continued_by(const Stream& stream, int op_rank, const LaunchArgs& args, int op_scalars) const {
-    return end == stream.ordering_points() && op_rank == rank && std::equal(args.sizes, args.sizes + rank, sizes) &&
-           ops < HeldRegion::kMaxOps && scalars + op_scalars <= ir::kMaxScalars;
+    if (end != stream.ordering_points() || ops >= HeldRegion::kMaxOps || scalars + op_scalars > ir::kMaxScalars) {
+      return false;
+    }
+    int64_t refined[ir::kMaxRank];
+    int refined_rank = 0;
+    return refine_index_spaces(sizes, rank, args.sizes, op_rank, refined, refined_rank);
   }
   // The op about to be launched unheld joins the span (or starts it); its
   // launch hands over one piece of work.
@@ -98,6 +104,13 @@ struct UnheldSpan {
       ops = 0;
       scalars = 0;
       first = &op;
+    } else {
+      int64_t refined[ir::kMaxRank];
+      int refined_rank = 0;
+      if (refine_index_spaces(sizes, rank, args.sizes, op_rank, refined, refined_rank)) {
+        rank = refined_rank;
+        std::copy(refined, refined + refined_rank, sizes);
+      }
     }
     if (++ops == 2) first->begins_chains.store(true, std::memory_order_relaxed);
     scalars += op_scalars;

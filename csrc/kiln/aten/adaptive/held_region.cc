@@ -170,18 +170,56 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
   }
   const ir::Kernel& kernel = op->kernel;
   if (!op->fusable || ops_.size() >= kMaxOps) return false;
+  const int scalar_count = static_cast<int>(kernel.scalars.size());
+  if (scalars_ + scalar_count > ir::kMaxScalars) return false;
+  const c10::SmallVector<int, 8> tensor_of = operand_tensors(iter);
+  const size_t inputs = kernel.inputs.size();
+  if (tensor_of.size() != inputs + kernel.outputs.size()) return false;
   if (ops_.empty()) {
     rank_ = rank;
     std::copy(args.sizes, args.sizes + rank, sizes_);
   } else if (rank != rank_ || !std::equal(args.sizes, args.sizes + rank, sizes_)) {
-    return false;
+    // Another index space of as many positions: both over their common
+    // refinement, if they have one (the region's dims split, its buffers'
+    // strides with them; put back if the op does not join).
+    int64_t refined[ir::kMaxRank];
+    int refined_rank = 0;
+    if (!refine_index_spaces(sizes_, rank_, args.sizes, rank, refined, refined_rank)) return false;
+    if (refined_rank != rank_) {
+      const std::vector<Buffer> before = buffers_;
+      const int rank_before = rank_;
+      int64_t sizes_before[ir::kMaxRank];
+      std::copy(sizes_, sizes_ + rank_, sizes_before);
+      for (Buffer& buffer : buffers_) {
+        int64_t strides[ir::kMaxRank];
+        split_strides(sizes_, rank_, buffer.strides, refined, refined_rank, strides);
+        std::copy(strides, strides + refined_rank, buffer.strides);
+      }
+      rank_ = refined_rank;
+      std::copy(refined, refined + refined_rank, sizes_);
+      if (try_add_over_region_dims(op_name, std::move(op), entry, args, shape, rank, iter, tensor_of)) return true;
+      buffers_ = before;
+      rank_ = rank_before;
+      std::copy(sizes_before, sizes_before + rank_before, sizes_);
+      return false;
+    }
   }
-  const int scalar_count = static_cast<int>(kernel.scalars.size());
-  if (scalars_ + scalar_count > ir::kMaxScalars) return false;
+  return try_add_over_region_dims(op_name, std::move(op), entry, args, shape, rank, iter, tensor_of);
+}
 
-  const c10::SmallVector<int, 8> tensor_of = operand_tensors(iter);
+bool HeldRegion::try_add_over_region_dims(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                                          const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+                                          const at::TensorIteratorBase& iter,
+                                          const c10::SmallVector<int, 8>& tensor_of) {
+  const ir::Kernel& kernel = op->kernel;
+  const int scalar_count = static_cast<int>(kernel.scalars.size());
   const size_t inputs = kernel.inputs.size();
-  if (tensor_of.size() != inputs + kernel.outputs.size()) return false;
+  // The op's strides over the region's dims (its own dims split where the
+  // region's are finer).
+  int64_t op_strides[ir::kMaxOperands][ir::kMaxRank];
+  for (size_t operand = 0; operand < tensor_of.size(); ++operand) {
+    split_strides(args.sizes, rank, args.strides[operand], sizes_, rank_, op_strides[operand]);
+  }
 
   HeldOp held;
   held.op_name = op_name;
@@ -195,7 +233,7 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
   for (size_t operand = 0; operand < tensor_of.size(); ++operand) {
     const bool writes = operand >= inputs;
     const ir::DType dtype = writes ? kernel.outputs[operand - inputs].dtype : kernel.inputs[operand].dtype;
-    held.buffers.push_back(find_or_add_buffer(args.data[operand], dtype, args.strides[operand],
+    held.buffers.push_back(find_or_add_buffer(args.data[operand], dtype, op_strides[operand],
                                               iter.tensor_base(tensor_of[operand]).storage(), writes, added,
                                               new_storages, conflict));
     if (conflict) return false;
@@ -218,6 +256,35 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
   held.op = std::move(op);
   ops_.push_back(std::move(held));
   return true;
+}
+
+bool refine_index_spaces(const int64_t* sizes, int rank, const int64_t* other_sizes, int other_rank,
+                         int64_t* refined, int& refined_rank) {
+  refined_rank = 0;
+  int dim = 0, other_dim = 0;
+  int64_t rest = 1, other_rest = 1;  // what is left of the current dims
+  while (true) {
+    while (rest == 1 && dim < rank) rest = sizes[dim++];
+    while (other_rest == 1 && other_dim < other_rank) other_rest = other_sizes[other_dim++];
+    if (rest == 1 || other_rest == 1) return rest == other_rest;  // both used up
+    if (rest <= 0 || other_rest <= 0 || refined_rank == ir::kMaxRank) return false;
+    const int64_t step = std::min(rest, other_rest);
+    if (std::max(rest, other_rest) % step != 0) return false;
+    refined[refined_rank++] = step;
+    rest /= step;
+    other_rest /= step;
+  }
+}
+
+void split_strides(const int64_t* sizes, int rank, const int64_t* strides, const int64_t* refined, int refined_rank,
+                   int64_t* split) {
+  int next = 0;
+  for (int dim = 0; dim < rank; ++dim) {
+    for (int64_t covered = 1; covered < sizes[dim] && next < refined_rank; covered *= refined[next++]) {
+      split[next] = strides[dim] * covered;
+    }
+  }
+  for (; next < refined_rank; ++next) split[next] = 0;
 }
 
 bool HeldRegion::writes_no_input() const {

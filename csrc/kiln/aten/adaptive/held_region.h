@@ -245,6 +245,11 @@ class HeldRegion {
   // Appends the nodes of every op to `builder`, each buffer's loads reading
   // `input_of[buffer]`; returns each buffer's last written value.
   std::vector<ir::ValueId> replay_ops(ir::Builder& builder, const std::vector<int>& input_of) const;
+  // try_add once the region's dims are the op's or finer (the op's strides
+  // split onto them).
+  bool try_add_over_region_dims(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                                const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+                                const at::TensorIteratorBase& iter, const c10::SmallVector<int, 8>& tensor_of);
   bool try_add_epilogue(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                         const LaunchArgs& args, const compiled::LaunchShape& shape,
                         const at::TensorIteratorBase& iter);
@@ -306,6 +311,22 @@ std::vector<ir::ValueId> copy_kernel_nodes(ir::Builder& builder, const ir::Kerne
 void byte_span(const char* data, ir::DType dtype, const int64_t* strides, const int64_t* sizes, int rank,
                uintptr_t& begin, uintptr_t& end);
 bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end);
+
+// The common refinement of two index spaces (`rank` dims of `sizes`, dim 0
+// innermost, and `other_rank` of `other_sizes`) of as many positions: the
+// dims of both split wherever either has a dim boundary (an inner block of
+// positions), if each such boundary splits the other's dim into whole
+// parts: [6240] and [130, 48] give [130, 48], [6] and [4, ...] none. A
+// position then names the same coordinates in all three, so an operand's
+// strides over either space become strides over the refinement
+// (split_strides). Dims of one element are dropped; false when there is no
+// refinement or it has more than ir::kMaxRank dims.
+bool refine_index_spaces(const int64_t* sizes, int rank, const int64_t* other_sizes, int other_rank,
+                         int64_t* refined, int& refined_rank);
+// `strides` over `sizes` (`rank` dims) as strides over their refinement
+// `refined`: dim d split into parts of sizes a, b, ... gets strides s, s * a, ...
+void split_strides(const int64_t* sizes, int rank, const int64_t* strides, const int64_t* refined, int refined_rank,
+                   int64_t* split);
 
 // The layout class of an operand of reduction kernel `kernel` laid out as
 // `args` with `strides`: along its vectorised dim (the first reduced one for

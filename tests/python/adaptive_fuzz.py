@@ -48,7 +48,9 @@ def make_program(rng, steps=None):
     live = [0, 1, 2, 3, 4]
     count = 5
     floating = dtype.is_floating_point
-    for _ in range(steps or rng.randint(3, 14)):
+    # Some programs long enough to fill a region (8 scalars, 16 operands,
+    # 32 ops), which then ends before its independent tail.
+    for _ in range(steps or (rng.randint(3, 14) if rng.random() < 0.8 else rng.randint(20, 40))):
         kind = rng.random()
         pick = lambda: rng.choice(live)  # noqa: E731
         if kind < 0.3:

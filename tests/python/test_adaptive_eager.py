@@ -210,6 +210,36 @@ def test_ops_over_other_splits_of_the_same_positions_share_a_region(fusing):
     assert stats["regions_fused"] == 2 and stats["ops_fused"] == 4, stats
 
 
+def gelu_tanh_formula(t):
+    return 0.5 * t * (1.0 + torch.tanh(0.7978845608028654 * (t + 0.044715 * t * t * t)))
+
+
+def test_a_full_region_ends_where_an_independent_chain_began(fusing):
+    # A call's nine ops take most of a region's eight scalar slots: the next
+    # call's first ops join, the region is full in the middle of that call,
+    # and it ends where the call began, so every region is one call (one key).
+    x = torch.randn(64, 64, device="kiln")
+    expected = unfused(gelu_tanh_formula, x)
+    torch_kiln.reset_adaptive_eager_stats()
+    results = [gelu_tanh_formula(x) for _ in range(6)]
+    torch.kiln.synchronize()
+    assert all(same_bits(result, expected) for result in results)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["regions_fused"] == 6 and stats["ops_fused"] == 54 and stats["region_keys"] == 1, stats
+    # An optimizer's step over parameters of one shape: one region per parameter.
+    tensors = [[torch.randn(32, 16, device="kiln") for _ in range(4)] for _ in range(5)]
+    expected = unfused(lambda: [adam_like(*[t.clone() for t in group]) for group in tensors])
+    torch_kiln.reset_adaptive_eager_stats()
+    copies = [[t.clone() for t in group] for group in tensors]
+    torch.kiln.synchronize()
+    torch_kiln.reset_adaptive_eager_stats()
+    results = [adam_like(*group) for group in copies]
+    torch.kiln.synchronize()
+    assert all(same_bits(a, b) for a, b in zip(results, expected))
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["regions_fused"] == 5 and stats["region_keys"] == 1, stats
+
+
 def llama_rms_norm(x, weight):
     """transformers' LlamaRMSNorm.forward, as written there."""
     dtype = x.dtype

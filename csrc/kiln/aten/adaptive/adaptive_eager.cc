@@ -478,14 +478,28 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
   // new region keys, and compiles, at every step. (A device that stays dry
   // gets the region from the stream's worker, Stream::kDeferredPatience.)
   if (!state.region.empty()) {
-    if (state.region.try_add(op_name, op, entry, args, shape, rank, iter)) {
+    bool full = false;
+    if (state.region.try_add(op_name, op, entry, args, shape, rank, iter, &full)) {
       if (state.region.size() == 2) {  // the region's first op begins chains
         state.region.ops().front().op->begins_chains.store(true, std::memory_order_relaxed);
       }
       counters.ops_held.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
-    submit_locked(stream, state);  // the op cannot join: it starts the next region
+    // A full region ends before its independent tail, if it has one (the
+    // next call of a chain): the tail goes on as the next region, with the op.
+    HeldRegion tail = full ? state.region.split_independent_tail() : HeldRegion();
+    submit_locked(stream, state);
+    if (!tail.empty()) {
+      state.region = std::move(tail);
+      stream.mark_deferred();
+      if (state.region.try_add(op_name, op, entry, args, shape, rank, iter)) {
+        counters.ops_held.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      submit_locked(stream, state);
+    }
+    // The op cannot join: it starts the next region.
   } else if (state.unheld.continued_by(stream, rank, args, op_scalars)) {
     state.unheld.add(stream, *op, rank, args, op_scalars, /*start=*/false);
     return false;  // it continues the span running unheld

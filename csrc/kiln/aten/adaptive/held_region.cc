@@ -161,20 +161,30 @@ int HeldRegion::find_or_add_buffer(char* data, ir::DType dtype, const int64_t* s
 
 bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                          const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
-                         const at::TensorIteratorBase& iter) {
+                         const at::TensorIteratorBase& iter, bool* full) {
   if (reduction_) {
     // An epilogue op while no row op has joined (the epilogue's values are
     // all computed before the row ops run).
     if (reduction_->row_ops.empty() && try_add_epilogue(op_name, op, entry, args, shape, iter)) return true;
     return try_add_row_op(op_name, std::move(op), entry, args, shape, iter);
   }
-  const ir::Kernel& kernel = op->kernel;
-  if (!op->fusable || ops_.size() >= kMaxOps) return false;
-  const int scalar_count = static_cast<int>(kernel.scalars.size());
-  if (scalars_ + scalar_count > ir::kMaxScalars) return false;
   const c10::SmallVector<int, 8> tensor_of = operand_tensors(iter);
-  const size_t inputs = kernel.inputs.size();
-  if (tensor_of.size() != inputs + kernel.outputs.size()) return false;
+  return try_add_launch(op_name, std::move(op), entry, args, shape, rank, tensor_of.size(),
+                        [&](size_t operand) -> const c10::Storage& {
+                          return iter.tensor_base(tensor_of[operand]).storage();
+                        }, full);
+}
+
+bool HeldRegion::try_add_launch(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                                const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
+                                size_t operands, OperandStorage storage_of, bool* full) {
+  const ir::Kernel& kernel = op->kernel;
+  if (!op->fusable || operands != kernel.inputs.size() + kernel.outputs.size()) return false;
+  const int scalar_count = static_cast<int>(kernel.scalars.size());
+  if (ops_.size() >= kMaxOps || scalars_ + scalar_count > ir::kMaxScalars) {
+    if (full != nullptr) *full = true;
+    return false;
+  }
   if (ops_.empty()) {
     rank_ = rank;
     std::copy(args.sizes, args.sizes + rank, sizes_);
@@ -197,27 +207,28 @@ bool HeldRegion::try_add(const char* op_name, std::shared_ptr<const OpKernel> op
       }
       rank_ = refined_rank;
       std::copy(refined, refined + refined_rank, sizes_);
-      if (try_add_over_region_dims(op_name, std::move(op), entry, args, shape, rank, iter, tensor_of)) return true;
+      if (try_add_over_region_dims(op_name, std::move(op), entry, args, shape, rank, operands, storage_of, full)) {
+        return true;
+      }
       buffers_ = before;
       rank_ = rank_before;
       std::copy(sizes_before, sizes_before + rank_before, sizes_);
       return false;
     }
   }
-  return try_add_over_region_dims(op_name, std::move(op), entry, args, shape, rank, iter, tensor_of);
+  return try_add_over_region_dims(op_name, std::move(op), entry, args, shape, rank, operands, storage_of, full);
 }
 
 bool HeldRegion::try_add_over_region_dims(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                                           const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
-                                          const at::TensorIteratorBase& iter,
-                                          const c10::SmallVector<int, 8>& tensor_of) {
+                                          size_t operands, OperandStorage storage_of, bool* full) {
   const ir::Kernel& kernel = op->kernel;
   const int scalar_count = static_cast<int>(kernel.scalars.size());
   const size_t inputs = kernel.inputs.size();
   // The op's strides over the region's dims (its own dims split where the
   // region's are finer).
   int64_t op_strides[ir::kMaxOperands][ir::kMaxRank];
-  for (size_t operand = 0; operand < tensor_of.size(); ++operand) {
+  for (size_t operand = 0; operand < operands; ++operand) {
     split_strides(args.sizes, rank, args.strides[operand], sizes_, rank_, op_strides[operand]);
   }
 
@@ -227,27 +238,30 @@ bool HeldRegion::try_add_over_region_dims(const char* op_name, std::shared_ptr<c
   held.args = args;
   held.shape = shape;
   held.first_scalar = scalars_;
+  held.rank = rank;
   std::vector<Buffer> added;
   std::vector<c10::Storage> new_storages;
   bool conflict = false;
-  for (size_t operand = 0; operand < tensor_of.size(); ++operand) {
+  for (size_t operand = 0; operand < operands; ++operand) {
     const bool writes = operand >= inputs;
     const ir::DType dtype = writes ? kernel.outputs[operand - inputs].dtype : kernel.inputs[operand].dtype;
-    held.buffers.push_back(find_or_add_buffer(args.data[operand], dtype, op_strides[operand],
-                                              iter.tensor_base(tensor_of[operand]).storage(), writes, added,
-                                              new_storages, conflict));
+    held.buffers.push_back(find_or_add_buffer(args.data[operand], dtype, op_strides[operand], storage_of(operand),
+                                              writes, added, new_storages, conflict));
     if (conflict) return false;
   }
   // The fused kernel's operands: every external buffer, every written one.
-  int operands = 0;
+  int kernel_operands = 0;
   std::vector<bool> written(buffers_.size() + added.size(), false);
   for (size_t index = 0; index < buffers_.size(); ++index) written[index] = buffers_[index].written;
   for (size_t operand = inputs; operand < held.buffers.size(); ++operand) written[held.buffers[operand]] = true;
   for (size_t index = 0; index < written.size(); ++index) {
     const Buffer& buffer = index < buffers_.size() ? buffers_[index] : added[index - buffers_.size()];
-    operands += (buffer.external ? 1 : 0) + (written[index] ? 1 : 0);
+    kernel_operands += (buffer.external ? 1 : 0) + (written[index] ? 1 : 0);
   }
-  if (operands > ir::kMaxOperands) return false;
+  if (kernel_operands > ir::kMaxOperands) {
+    if (full != nullptr) *full = true;
+    return false;
+  }
 
   for (Buffer& buffer : added) buffers_.push_back(buffer);
   for (size_t index = 0; index < written.size(); ++index) buffers_[index].written = written[index];
@@ -256,6 +270,48 @@ bool HeldRegion::try_add_over_region_dims(const char* op_name, std::shared_ptr<c
   held.op = std::move(op);
   ops_.push_back(std::move(held));
   return true;
+}
+
+HeldRegion HeldRegion::split_independent_tail() {
+  const int count = static_cast<int>(ops_.size());
+  if (reduction_ || count < 2) return HeldRegion();
+  // The first op of the tail: the first after which no op reads a buffer
+  // value an op before it wrote (each input's last writer is in the tail,
+  // or none). The first, not the last: a chain's own ops may start
+  // independent parts (the `0.044715 * x` of a GELU reads only x) that a
+  // later op of the chain joins.
+  int first = -1;
+  for (int candidate = 1; candidate < count && first < 0; ++candidate) {
+    bool independent = true;
+    std::vector<int> last_writer(buffers_.size(), -1);
+    for (int index = 0; index < count && independent; ++index) {
+      const HeldOp& op = ops_[index];
+      const size_t inputs = op.op->kernel.inputs.size();
+      for (size_t operand = 0; index >= candidate && operand < inputs; ++operand) {
+        const int writer = last_writer[op.buffers[operand]];
+        if (writer >= 0 && writer < candidate) independent = false;
+      }
+      for (size_t operand = inputs; operand < op.buffers.size(); ++operand) last_writer[op.buffers[operand]] = index;
+    }
+    if (independent) first = candidate;
+  }
+  if (first < 0) return HeldRegion();
+  // Both rebuilt from their ops (each op fitted the whole region, so it fits
+  // either part); should one not, nothing changes.
+  HeldRegion head, tail;
+  bool rebuilt = true;
+  for (int index = 0; index < count && rebuilt; ++index) {
+    const HeldOp& op = ops_[index];
+    auto storage_of = [&](size_t operand) -> const c10::Storage& {
+      return storages_[buffers_[op.buffers[operand]].storage];
+    };
+    rebuilt = (index < first ? head : tail)
+                  .try_add_launch(op.op_name, op.op, op.entry, op.args, op.shape, op.rank, op.buffers.size(),
+                                  storage_of, nullptr);
+  }
+  if (!rebuilt) return HeldRegion();
+  *this = std::move(head);
+  return tail;
 }
 
 bool refine_index_spaces(const int64_t* sizes, int rank, const int64_t* other_sizes, int other_rank,

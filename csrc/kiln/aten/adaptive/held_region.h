@@ -64,7 +64,11 @@ struct HeldOp {
   compiled::LaunchShape shape;
   c10::SmallVector<int, 6> buffers;  // buffer of each kernel operand, inputs then outputs
   int first_scalar = 0;              // the region's scalar slot of the op's slot 0
+  int rank = 0;                      // of the op's own index space (args)
 };
+
+// The storage of each operand of a launch (kernel operand order).
+using OperandStorage = c10::function_ref<const c10::Storage&(size_t operand)>;
 
 // A reduction held behind a region's ops, reading a buffer they wrote: when
 // nothing else the ops wrote is still held at submission, the ops become the
@@ -175,9 +179,22 @@ class HeldRegion {
   // broadcast along the row, a row tensor, or memory nothing in the region
   // writes, and what it writes overlaps nothing the region touches (or is a
   // row tensor it rewrites in place).
+  // `full` (if given) is set when the op was refused only for the region's
+  // limits (ops, operands, scalars).
   bool try_add(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
-               const at::TensorIteratorBase& iter);
+               const at::TensorIteratorBase& iter, bool* full = nullptr);
+
+  // For a full region of pointwise ops: finds the first op from which on no
+  // op reads a value an earlier op of the region wrote (the next call of a
+  // chain, the next parameter's update), and moves those ops into a region
+  // of their own, returned; this one keeps the earlier ops. Both are as if
+  // built from their ops alone. Returns an empty region, changing nothing,
+  // when there is no such op. So a loop of independent chains is cut
+  // between its chains, where the limits would cut one in two (storing the
+  // value handed over) at a place drifting from call to call (each place a
+  // new region key).
+  HeldRegion split_independent_tail();
 
   // Whether no op writes a buffer the region reads before writing it.
   bool writes_no_input() const;
@@ -247,9 +264,14 @@ class HeldRegion {
   std::vector<ir::ValueId> replay_ops(ir::Builder& builder, const std::vector<int>& input_of) const;
   // try_add once the region's dims are the op's or finer (the op's strides
   // split onto them).
+  // try_add for a pointwise op of `operands` kernel operands whose storages
+  // `storage_of` gives.
+  bool try_add_launch(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
+                      const LaunchArgs& args, const compiled::LaunchShape& shape, int rank, size_t operands,
+                      OperandStorage storage_of, bool* full);
   bool try_add_over_region_dims(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                                 const LaunchArgs& args, const compiled::LaunchShape& shape, int rank,
-                                const at::TensorIteratorBase& iter, const c10::SmallVector<int, 8>& tensor_of);
+                                size_t operands, OperandStorage storage_of, bool* full);
   bool try_add_epilogue(const char* op_name, std::shared_ptr<const OpKernel> op, KernelEntry entry,
                         const LaunchArgs& args, const compiled::LaunchShape& shape,
                         const at::TensorIteratorBase& iter);

@@ -281,6 +281,20 @@ def test_a_normalisation_runs_as_one_row_kernel_with_the_same_bits(fusing, dtype
         assert stats["ops_fused"] == ops, (name, stats)
 
 
+def test_a_loop_of_normalisations_runs_one_row_kernel_per_call(fusing):
+    # The next call's x.pow(2) reads only x: it does not join the previous
+    # call's row kernel as a row op but begins the next region.
+    x = torch.randn(32, 96, device="kiln")
+    weight = torch.randn(96, device="kiln")
+    expected = unfused(llama_rms_norm, x, weight)
+    torch_kiln.reset_adaptive_eager_stats()
+    results = [llama_rms_norm(x, weight) for _ in range(5)]
+    torch.kiln.synchronize()
+    assert all(same_bits(result, expected) for result in results)
+    stats = torch_kiln.adaptive_eager_stats()
+    assert stats["row_kernels_fused"] == 5 and stats["region_keys"] == 1, stats
+
+
 def test_row_ops_that_would_reorder_memory_accesses_do_not_join(fusing):
     x = torch.randn(40, 70, device="kiln")
     weight = torch.randn(70, device="kiln")

@@ -203,6 +203,17 @@ bool HeldRegion::try_add_row_op(const char* op_name, std::shared_ptr<const OpKer
     }
     operands.push_back(reference);
   }
+  // An op that reads nothing the kernel computes (only tensors it loads)
+  // does not join: it begins another chain (the next call's `x.pow(2)`),
+  // which the next region, with its own reduction, fuses.
+  bool depends = false;
+  for (size_t operand = 0; operand < inputs; ++operand) {
+    const RowOperand& reference = operands[operand];
+    depends = depends || reference.kind == RowOperand::kValue ||
+              (reference.kind == RowOperand::kBuffer && buffers_[reference.index].written) ||
+              (reference.kind == RowOperand::kTensor && tensors[reference.index].written);
+  }
+  if (!depends) return false;
   // At most every operand the kernel may have: each region buffer loaded
   // and stored, the reduction's own inputs, every value and row tensor.
   int kernel_operands = static_cast<int>(held.values.size() + tensors.size());

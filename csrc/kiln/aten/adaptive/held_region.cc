@@ -322,7 +322,10 @@ bool refine_index_spaces(const int64_t* sizes, int rank, const int64_t* other_si
   while (true) {
     while (rest == 1 && dim < rank) rest = sizes[dim++];
     while (other_rest == 1 && other_dim < other_rank) other_rest = other_sizes[other_dim++];
-    if (rest == 1 || other_rest == 1) return rest == other_rest;  // both used up
+    if (rest == 1 || other_rest == 1) {  // one used up: both must be
+      if (refined_rank == 0) refined[refined_rank++] = 1;  // one position
+      return rest == other_rest;
+    }
     if (rest <= 0 || other_rest <= 0 || refined_rank == ir::kMaxRank) return false;
     const int64_t step = std::min(rest, other_rest);
     if (std::max(rest, other_rest) % step != 0) return false;
@@ -369,6 +372,10 @@ std::string HeldRegion::key(const std::vector<bool>& stored) const {
     for (int buffer : op.buffers) key += std::to_string(buffer) + ',';
     key += ')';
   }
+  // Each buffer's layout along dim 0 (the ops' signatures carry their own
+  // dim 0's, which the region's refinement may have split).
+  key += "|l";
+  for (const Buffer& buffer : buffers_) key += static_cast<char>(compiled::layout_class(buffer.strides[0], sizes_[0]));
   key += "|s";
   for (bool store : stored) key += store ? '1' : '0';
   return key;

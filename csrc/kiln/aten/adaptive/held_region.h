@@ -341,8 +341,9 @@ bool overlaps(const Buffer& buffer, uintptr_t begin, uintptr_t end);
 // parts: [6240] and [130, 48] give [130, 48], [6] and [4, ...] none. A
 // position then names the same coordinates in all three, so an operand's
 // strides over either space become strides over the refinement
-// (split_strides). Dims of one element are dropped; false when there is no
-// refinement or it has more than ir::kMaxRank dims.
+// (split_strides). Dims of one element are dropped (one position gives the
+// one dim [1]); false when there is no refinement or it has more than
+// ir::kMaxRank dims.
 bool refine_index_spaces(const int64_t* sizes, int rank, const int64_t* other_sizes, int other_rank,
                          int64_t* refined, int& refined_rank);
 // `strides` over `sizes` (`rank` dims) as strides over their refinement

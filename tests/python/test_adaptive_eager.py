@@ -327,7 +327,7 @@ def test_row_ops_that_would_reorder_memory_accesses_do_not_join(fusing):
         assert stats["row_kernels_fused"] == 0, function.__name__
 
 
-def test_a_normalisation_loop_compiles_its_row_kernel_once_and_matches(on_mode):
+def test_a_normalisation_loop_in_on_mode_runs_row_kernels_that_match(on_mode):
     x = torch.randn(256, 512, device="kiln")
     weight = torch.randn(512, device="kiln")
     expected = unfused(lambda: llama_rms_norm(x, weight))

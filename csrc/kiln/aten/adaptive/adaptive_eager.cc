@@ -202,14 +202,6 @@ const char* add_region_launches(const HeldRegion& region, const std::vector<bool
   return region.size() == 1 ? region.ops().front().op_name : kUnfusedRegionName;
 }
 
-// The launches of a region whose ops a reduction follows. When nothing the
-// ops wrote is held outside, one kernel runs the ops inside the reduction.
-// When results are held but not the one the reduction reads, and the ops
-// write none of their inputs, the ops run as a region storing what is held
-// and the reduction computes its input again from the region's inputs
-// (a LayerNorm's (x - mean) is held, its square is not): the square is
-// neither stored nor loaded. Otherwise the ops run as a region that also
-// stores what the reduction reads, then the reduction as it launched.
 // The launches of a region whose reduction took row ops: one row kernel
 // that also stores the region's results a tensor holds, unless the ops
 // write a buffer they read (the row kernel computes them in more than one
@@ -246,6 +238,14 @@ const char* add_row_launches(const HeldRegion& region, const std::vector<bool>& 
   return kUnfusedRegionName;
 }
 
+// The launches of a region whose ops a reduction follows. When nothing the
+// ops wrote is held outside, one kernel runs the ops inside the reduction.
+// When results are held but not the one the reduction reads, and the ops
+// write none of their inputs, the ops run as a region storing what is held
+// and the reduction computes its input again from the region's inputs
+// (a LayerNorm's (x - mean) is held, its square is not): the square is
+// neither stored nor loaded. Otherwise the ops run as a region that also
+// stores what the reduction reads, then the reduction as it launched.
 const char* add_reduction_launches(const HeldRegion& region, std::vector<bool> stored, bool may_compile,
                                    std::vector<Launch>& launches) {
   const HeldReduction& reduction = *region.reduction();

@@ -602,7 +602,7 @@ def test_a_chain_that_started_unheld_runs_unheld_to_its_end(on_mode):
     # finds one item queued and runs unheld; the stream is then busy enough
     # to hold, but the chain's later ops continue it unheld. After other work
     # (a reduction) reaches the stream, the next chain is held.
-    x = torch.randn(64, 64, device="kiln")
+    x = torch.randn(256, 256, device="kiln")  # 256 KiB: large enough to open regions
     torch.kiln.synchronize()
     torch_kiln._C._test_hold_stream()
     try:
@@ -623,7 +623,7 @@ def test_an_op_that_began_a_chain_opens_a_region_even_on_an_idle_stream(on_mode)
     # that `x * 2` begins a chain. From then on the op opens a region even
     # on an idle stream, so a loop whose steps start idle fuses from its
     # first op, wherever the device happens to be.
-    x = torch.randn(64, 64, device="kiln")
+    x = torch.randn(256, 256, device="kiln")  # 256 KiB: large enough to open regions
     torch.kiln.synchronize()
     y = x * 2 + 1
     torch.kiln.synchronize()
@@ -641,7 +641,7 @@ def test_a_region_the_worker_cuts_short_compiles_nothing_and_ends_its_chain(on_m
     # The device ran dry while a region was held: the stream's worker submits
     # it. Where that happens depends on timing, so its key queues no compile,
     # and the rest of the chain runs unheld.
-    x = torch.randn(64, 64, device="kiln")
+    x = torch.randn(256, 256, device="kiln")  # 256 KiB: large enough to open regions
     torch.kiln.synchronize()
     torch_kiln._C._test_hold_stream()
     try:
@@ -658,6 +658,28 @@ def test_a_region_the_worker_cuts_short_compiles_nothing_and_ends_its_chain(on_m
     stats = torch_kiln.adaptive_eager_stats()
     assert stats["ops_held"] == 2 and stats["region_keys"] == 0, stats
     assert same_bits(z, unfused(lambda t: (t * 2 + 1).abs(), x)) and same_bits(total, x.sum())
+
+
+def test_ops_too_small_to_pay_for_holding_open_no_region(on_mode):
+    # Below 256 KiB an op's kernel is quicker than its dispatch from Python:
+    # holding it would cost the host more than fusing saves the device. On a
+    # busy stream, a chain of small ops runs unheld; the same chain over a
+    # large tensor is held.
+    small = torch.randn(64, 64, device="kiln")
+    large = torch.randn(256, 256, device="kiln")
+    row = torch.randn(256, device="kiln")
+    torch.kiln.synchronize()
+    torch_kiln._C._test_hold_stream()
+    try:
+        total = small.sum()
+        y = (small * 2 + 1).abs()
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 0
+        z = (large * 2 + row).abs()
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 3
+    finally:
+        torch_kiln._C._test_release_stream()
+    assert same_bits(y, unfused(lambda t: (t * 2 + 1).abs(), small)) and same_bits(total, small.sum())
+    assert same_bits(z, unfused(lambda t: (t * 2 + row).abs(), large))
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -14,7 +14,10 @@ first line of its error), the ops that fell back to the CPU, the first step's
 time (compilation included), the median of the timed steps (at least
 --steps, and as many more as fit in --seconds, after at least --warmup
 untimed ones and a quarter of --seconds: a 1 ms step is timed hundreds of
-times, so its median does not move with one slow step), and the peak
+times, so its median does not move with one slow step; kiln eager's warm-up
+also goes on, for up to a minute, until adaptive eager's background compiles
+are done, and records when they were: compiles_settled_s from the first
+step's start, and the step), and the peak
 resident memory over the process's resident memory once the model and its
 inputs are on their device (kiln's memory is host memory, so all four modes
 are measured the same way: what the steps need beyond the model itself,
@@ -70,6 +73,7 @@ FLOAT64_MULTIPLIER = 3.0
 GRADIENT_TOLERANCE = 1e-3  # relative error of the whole gradient that always passes
 TASKS = ("train", "infer")
 MAX_STEPS = 1000  # timed (and untimed warm-up) steps at most, however short
+COMPILE_SETTLE_S = 60  # untimed steps while adaptive eager's fused kernels compile, at most this long
 
 
 # ------------------------------------------------------------ one process
@@ -155,11 +159,22 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
     # key that appears after step 5 means compiles past the warm-up.
     region_keys = []
 
+    # When no fused-kernel compile was pending any more: seconds from the
+    # first step's start, and the step (1 is the first) after which.
+    settled = {}
+    steps_run = [0]
+
     def note_region_keys():
         if kiln and len(region_keys) < 8:
             region_keys.append(torch_kiln.adaptive_eager_stats()["region_keys"])
+        if not settled and not compiles_pending():
+            settled.update(s=time.perf_counter() - process_start, step=steps_run[0] + 1)
+        steps_run[0] += 1
 
-    start = time.perf_counter()
+    def compiles_pending():
+        return kiln and mode == "kiln_eager" and torch_kiln.adaptive_eager_stats()["compiles_pending"] > 0
+
+    start = process_start = time.perf_counter()
     output, loss = step()
     first_step = time.perf_counter() - start
     note_region_keys()
@@ -182,6 +197,15 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
             step()
             note_region_keys()
             done += 1
+        # Adaptive eager compiles its fused kernels in the background; the
+        # steps are timed once they are ready, as Inductor's are once its
+        # first step has compiled (both costs are in first_step_s and
+        # compiles_settled_s, not in step_s).
+        settle_until = time.perf_counter() + COMPILE_SETTLE_S
+        while compiles_pending() and time.perf_counter() < settle_until:
+            step()
+            note_region_keys()
+            done += 1
         while len(times) < steps or (sum(times) < seconds and len(times) < MAX_STEPS):
             start = time.perf_counter()
             step()
@@ -191,7 +215,8 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
     return {"status": "ran", "first_step_s": first_step, "step_s": statistics.median(times) if times else None,
             "peak_memory_mb": max(peak_kib - base_kib, 0) / 1024,
             "fallback_ops": sorted(torch_kiln.get_fallback_ops()) if kiln else [],
-            "adaptive_eager": dict(torch_kiln.adaptive_eager_stats(), region_keys_by_step=region_keys)
+            "adaptive_eager": dict(torch_kiln.adaptive_eager_stats(), region_keys_by_step=region_keys,
+                                   compiles_settled_s=settled.get("s"), compiles_settled_step=settled.get("step"))
             if kiln and mode == "kiln_eager" else None,
             "description": workload.description}
 

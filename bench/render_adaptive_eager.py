@@ -41,7 +41,7 @@ def suite_table(results, data):
                      ratio_text(geomean("kiln_eager_over_kiln_eager_unfused"))])
     lines = table(["suite, task", "models", "unfused / CPU eager", "adaptive / CPU eager", "adaptive / unfused"],
                   rows)
-    first_steps, late_keys, worst, per_model = [], [], None, []
+    first_steps, late_keys, worst, per_model, settled, unsettled = [], [], None, [], [], []
     for model, entry in results.items():
         for task, records in entry.get("tasks", {}).items():
             on, off = records.get("kiln_eager", {}), records.get("kiln_eager_unfused", {})
@@ -51,7 +51,13 @@ def suite_table(results, data):
                 first_steps.append(on["first_step_s"] / off["first_step_s"])
                 if worst is None or first_steps[-1] > worst[0]:
                     worst = (first_steps[-1], f"{model} {task}")
-            keys = ((on.get("adaptive_eager") or {}).get("region_keys_by_step")) or []
+            adaptive = on.get("adaptive_eager") or {}
+            if adaptive.get("compiles_settled_s") is not None:
+                settled.append((adaptive["compiles_settled_s"], adaptive.get("compiles_settled_step"),
+                                f"{model} {task}"))
+            elif on.get("step_s") and "compiles_settled_s" in adaptive:
+                unsettled.append(f"{model} {task}")
+            keys = adaptive.get("region_keys_by_step") or []
             if keys and len(keys) > 5 and keys[-1] != keys[4]:
                 late_keys.append(f"{model} {task} ({keys})")
     if first_steps:
@@ -64,4 +70,11 @@ def suite_table(results, data):
         lines += ["", f"Adaptive / unfused per model: highest {ratio_text(per_model[-1][0])} ({per_model[-1][1]}); "
                       f"{len(below)} of {len(per_model)} below 0.90x" + (f", the lowest {lowest}." if below else ".")]
     lines += ["", "Region keys still new after step 5: " + (", ".join(late_keys) if late_keys else "none.")]
+    if settled:
+        settled.sort()
+        seconds, step, name = settled[-1]
+        lines += ["", f"Background compiles of fused kernels done (steps are timed after): median "
+                      f"{number(settled[len(settled) // 2][0])} s into the first process of each model, the latest "
+                      f"{number(seconds)} s ({name}, after step {step})"
+                      + (f"; still compiling after a minute: {', '.join(unsettled)}." if unsettled else ".")]
     return lines

@@ -37,8 +37,8 @@ constexpr uint64_t kHoldDepth = 2;
 // its operands). Below it an op's kernel takes a few microseconds, less
 // than the host takes to dispatch the op from Python, so the device keeps up
 // and fusing saves it time no one waits for, while holding and submitting
-// cost the host, the bottleneck then, about a microsecond per op more than
-// a plain launch. Small Hugging Face models (2 x 32 tokens, 128 wide: ops
+// cost the host, the bottleneck then, one to two microseconds per op more
+// than a plain launch. Small Hugging Face models (2 x 32 tokens, 128 wide: ops
 // of 96 to 192 KiB) ran 5-17 % slower holding their ops; with this floor
 // they run as fast as unfused, and CNN activations and the chain
 // benchmarks (megabytes per op) still fuse. The floor depends on the op

@@ -12,10 +12,11 @@
 // docs/design/adaptive_eager.md.
 //
 // Never slower than without it: an op is held only while the device has other
-// work, a region seen for the first time runs unfused while its kernel
-// compiles on a background thread (fused_region_cache.h), and its key ignores
-// sizes and scalar values, so a training loop stops compiling after its
-// first steps.
+// work, a region opens only at an op large enough (256 KiB) that its kernel
+// outlasts its dispatch, a region seen for the first time runs unfused while
+// its kernel compiles on a background thread (fused_region_cache.h), and its
+// key ignores sizes and scalar values, so a training loop stops compiling
+// after its first steps.
 //
 // Off with KILN_ADAPTIVE_EAGER=0, torch_kiln.set_adaptive_eager(False), or
 // torch.use_deterministic_algorithms(True) (fusion keeps the results, but

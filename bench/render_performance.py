@@ -699,7 +699,7 @@ BENCHMARKS = [
               "Targets: adaptive / CPU eager >= 1.3x per suite, never below unfused by more than the noise, the "
               "first step within 10 % of unfused, and no new region kernels after the fifth step.",
               render_adaptive_suite,
-              "A region now opens only at an op of 256 KiB or more: the small Hugging Face models (ops of 96 "
+              "A region opens only at an op of 256 KiB or more: the small Hugging Face models (ops of 96 "
               "to 192 KiB, where the host, not the device, is the bottleneck) hold little or nothing (Llama and "
               "Gemma nothing) and run as unfused does, while the CNNs and the larger ops of the transformers "
               "fuse. Adaptive / unfused is 0.94x to 1.02x per suite; the steps are timed once the background compiles are "

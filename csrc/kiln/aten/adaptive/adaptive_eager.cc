@@ -36,9 +36,9 @@ constexpr uint64_t kHoldDepth = 2;
 // A region opens only with an op that touches at least this many bytes (all
 // its operands). Below it an op's kernel takes a few microseconds, less
 // than the host takes to dispatch the op from Python, so the device keeps up
-// and fusing saves it time no one waits for, while holding and submitting
-// cost the host, the bottleneck then, one to two microseconds per op more
-// than a plain launch. Small Hugging Face models (2 x 32 tokens, 128 wide: ops
+// and fusing saves it time no one waits for, while holding an op (about
+// 0.7 us) and submitting its region (about 1.7 us) cost the host, the
+// bottleneck then. Small Hugging Face models (2 x 32 tokens, 128 wide: ops
 // of 96 to 192 KiB) ran 5-17 % slower holding their ops; with this floor
 // they run as fast as unfused, and CNN activations and the chain
 // benchmarks (megabytes per op) still fuse. The floor depends on the op
@@ -515,7 +515,7 @@ bool hold_pointwise_slow(Stream& stream, const char* op_name, std::string_view s
     state.unheld.add(stream, *op, rank, args, op_scalars, /*start=*/false);
     return false;  // it continues the span running unheld
   } else if (!always && shape.bytes < kMinRegionBytes) {
-    return false;  // too small to open a region (it joins one that is open)
+    return false;  // too small to open a region (an open one took it above)
   } else if (!always && stream.items_in_flight() < kHoldDepth && !op->begins_chains.load(std::memory_order_relaxed)) {
     // A device about to run dry gets the op at once, unless the op began a
     // chain of fusable work before (one region or one unheld span took a

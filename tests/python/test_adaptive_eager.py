@@ -682,6 +682,35 @@ def test_ops_too_small_to_pay_for_holding_open_no_region(on_mode):
     assert same_bits(z, unfused(lambda t: (t * 2 + row).abs(), large))
 
 
+def test_an_op_whose_region_ended_alone_is_not_held_again(on_mode):
+    # A ReLU between a batch norm and a convolution opens a region that ends
+    # with it alone: nothing to fuse, and holding it costs the host. Once its
+    # region has ended alone, the op runs unheld even on a busy stream, until
+    # an unheld span shows that it begins a chain.
+    x = torch.randn(256, 256, device="kiln")  # 256 KiB: large enough to open regions
+    m = torch.randn(256, 256, device="kiln")
+    torch.kiln.synchronize()
+    torch_kiln._C._test_hold_stream()
+    try:
+        total = x.sum()
+        y = x.abs()  # held: two items are in flight
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 1
+        p = y @ m  # a library call ends the region, with abs alone in it
+        z = x.abs()
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 1
+        x @ m  # other work between the chains: the next does not continue z's span
+        w = x.abs() * 2  # unheld, but its second op shows that abs begins a chain
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 1
+        x @ m
+        v = x.abs() * 2
+        assert torch_kiln.adaptive_eager_stats()["ops_held"] == 3
+    finally:
+        torch_kiln._C._test_release_stream()
+    assert same_bits(y, x.abs()) and same_bits(z, y) and same_bits(total, x.sum())
+    assert same_bits(p, unfused(lambda t: t.abs() @ m, x))
+    assert same_bits(w, unfused(lambda t: t.abs() * 2, x)) and same_bits(v, w)
+
+
 @pytest.mark.parametrize("seed", [11, 12])
 def test_random_programs_agree_bit_for_bit(seed):
     rng = random.Random(seed)

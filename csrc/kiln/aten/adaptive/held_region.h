@@ -53,6 +53,11 @@ struct OpKernel {
   // op (or a reduction): from then on the op opens a region even on a device
   // about to run dry (adaptive_eager.cc).
   mutable std::atomic<bool> begins_chains{false};
+  // Set once a region this op opened ended with it alone (submitted by the
+  // program, not cut short by a device running dry): until it begins a chain,
+  // the op no longer opens a region, as holding it costs the host and fuses
+  // nothing (adaptive_eager.cc).
+  mutable std::atomic<bool> ends_alone{false};
 };
 
 // One held launch.

@@ -1,6 +1,7 @@
 """The kernel cache across processes: a second run compiles nothing, a damaged
-entry is rebuilt, processes started together compile each kernel once, and a
-compiler failure leaves the cache usable."""
+entry is rebuilt, processes started together compile each kernel once, a
+compiler failure leaves the cache usable, and a cache folder others may write
+is refused."""
 import glob
 import json
 import os
@@ -99,3 +100,29 @@ def test_compiler_failure_names_the_op_and_leaves_the_cache_usable(tmp_path):
     assert outcome["result"] == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
     assert outcome["compile_failures"] == 1
     assert outcome["kernels_compiled"] >= 1
+
+
+def test_a_cache_folder_others_may_write_is_refused(tmp_path):
+    # Another user could plant an object there that Kiln would load and run:
+    # the first op that needs a kernel fails, naming the folder and the fix,
+    # and nothing is compiled into it.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    process = run_model(shared)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode != 0
+    assert f"refusing to use the kernel cache folder {shared}: it is writable by every user" in stderr, stderr
+    assert f"chmod go-w {shared}" in stderr
+    assert kernel_objects(shared) == []
+    shared.chmod(0o700)
+    assert finish(run_model(shared))["kernels_compiled"] > 0
+
+
+def test_a_fresh_cache_is_private_to_its_user(tmp_path):
+    cache = tmp_path / "new" / "cache"
+    finish(run_model(cache))
+    for folder in (tmp_path / "new", cache, cache / "kernels"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for path in (cache / "kernels").rglob("*"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path

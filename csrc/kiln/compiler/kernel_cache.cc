@@ -20,6 +20,7 @@
 #include "kiln/base/config.h"
 #include "kiln/base/hash.h"
 #include "kiln/base/logging.h"
+#include "kiln/compiler/private_folder.h"
 #include "kiln/compiler/shared_library.h"
 
 namespace kiln {
@@ -79,11 +80,13 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
   }
 }
 
-Status make_directories(const std::string& path) {
-  std::error_code error;
-  fs::create_directories(path, error);
-  if (error) return internal_error("cannot create the folder " + path + ": " + error.message());
-  return Status();
+// Checks that the folders on the way to an entry are the user's alone
+// (private_folder.h): the cache root, its kernels folder `directory` and the
+// entry's `folder`. Fails with the refusal when one is not.
+Status check_entry_folders(const std::string& directory, const std::string& folder) {
+  KILN_RETURN_IF_ERROR(check_private(fs::path(directory).parent_path().string(), "kernel cache folder"));
+  KILN_RETURN_IF_ERROR(check_private(directory, "kernel cache folder"));
+  return check_private(folder, "kernel cache folder");
 }
 
 bool read_file(const std::string& path, std::string& bytes) {
@@ -107,7 +110,7 @@ Status write_all(int descriptor, const std::string& bytes, const std::string& pa
 }
 
 Status write_file(const std::string& path, const std::string& bytes) {
-  int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (descriptor < 0) return internal_error("cannot create " + path + ": " + errno_text());
   Status status = write_all(descriptor, bytes, path);
   ::close(descriptor);
@@ -123,7 +126,7 @@ Status write_file_atomically(const std::string& path, const std::string& bytes) 
   int descriptor = mkostemp(name.data(), O_CLOEXEC);
   if (descriptor < 0) return internal_error("cannot create a file next to " + path + ": " + errno_text());
   Status status = write_all(descriptor, bytes, path);
-  ::fchmod(descriptor, 0644);
+  ::fchmod(descriptor, 0600);
   ::close(descriptor);
   if (status.ok() && std::rename(name.data(), path.c_str()) != 0) {
     status = internal_error("cannot rename a file to " + path + ": " + errno_text());
@@ -166,7 +169,7 @@ class FileLock {
   static StatusOr<FileLock> lock(const std::string& path, bool wait) {
     for (;;) {
       // O_CLOEXEC: a compiler started while we hold the lock must not inherit it.
-      int descriptor = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      int descriptor = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
       if (descriptor < 0) return internal_error("cannot open the lock " + path + ": " + errno_text());
       int result;
       do {
@@ -377,7 +380,13 @@ std::string KernelCache::key_of(const KernelSource& source, const Toolchain& too
 StatusOr<void*> KernelCache::load_through_disk(const KernelSource& source, const std::string& key,
                                                const Toolchain& toolchain) {
   EntryPaths paths = entry_paths(options_.directory, key);
-  Status ready = make_directories(paths.folder);
+  Status ready = make_private_directories(paths.folder);
+  if (ready.ok()) {
+    // A folder someone else may write is refused, not worked around: it is
+    // how foreign code would reach dlopen.
+    Status refused = check_entry_folders(options_.directory, paths.folder);
+    if (!refused.ok()) return refused.with_context("loading kernel '" + source.name + "'");
+  }
   StatusOr<FileLock> lock = ready.ok() ? FileLock::acquire(paths.lock) : StatusOr<FileLock>(ready);
   if (!lock.ok()) {
     KILN_LOG(kWarning, "the kernel cache in " + options_.directory + " is unusable (" +
@@ -390,6 +399,12 @@ StatusOr<void*> KernelCache::load_through_disk(const KernelSource& source, const
     FileLock held = std::move(lock.value());
     struct stat info;
     if (::stat(paths.object.c_str(), &info) == 0 || ::stat(paths.metadata.c_str(), &info) == 0) {
+      for (const auto& [path, what] :
+           {std::pair{paths.object, "kernel object"}, std::pair{paths.metadata, "kernel cache entry"}}) {
+        if (::access(path.c_str(), F_OK) != 0) continue;  // a missing file is damage, handled below
+        Status refused = check_private(path, what);
+        if (!refused.ok()) return refused.with_context("loading kernel '" + source.name + "'");
+      }
       std::string problem = verify_entry(paths);
       if (problem.empty()) {
         entry = open_entry(paths.object, source.entry_symbol);
@@ -483,7 +498,7 @@ Status KernelCache::compile(const KernelSource& source, const std::string& key,
     std::string folder = options_.disk_enabled ? options_.directory + "/failed"
                                                : fs::temp_directory_path(error).string();
     saved = folder + "/" + (options_.disk_enabled ? base : "kiln-failed-" + base) + ".c";
-    kept = make_directories(folder);
+    kept = make_private_directories(folder);
     if (kept.ok()) kept = write_file_atomically(saved, source.c_source);
     if (kept.ok()) {
       std::string ir_path = saved.substr(0, saved.size() - 2) + ".ir";
@@ -520,7 +535,7 @@ StatusOr<void*> KernelCache::open_entry(const std::string& object_path,
 void KernelCache::dump(const KernelSource& source, const std::string& key) {
   if (options_.dump_directory.empty()) return;
   std::string base = options_.dump_directory + "/" + file_name_part(source.name) + "-" + key;
-  Status status = make_directories(options_.dump_directory);
+  Status status = make_private_directories(options_.dump_directory);
   if (status.ok()) status = write_file_atomically(base + ".ir", source.ir_text);
   if (status.ok()) status = write_file_atomically(base + ".c", source.c_source);
   if (!status.ok()) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -158,6 +159,9 @@ Status Toolchain::compile(const std::string& source_path, const std::string& out
     return internal_error("compiling " + source_path + " with " + compiler_ + " failed:\n" +
                           reason);
   }
+  // The linker creates the object as the umask allows (group-writable under
+  // umask 002); the kernel cache refuses objects others may write.
+  ::chmod(temporary.value().c_str(), 0700);
   if (std::rename(temporary.value().c_str(), output_path.c_str()) != 0) {
     std::string reason = std::strerror(errno);
     std::remove(temporary.value().c_str());

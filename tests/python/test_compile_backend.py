@@ -235,6 +235,24 @@ def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path):
     assert json.loads(repaired.stdout.strip().splitlines()[-1])["cache_hits"] == 2
 
 
+def test_a_program_cache_entry_others_may_write_is_refused(tmp_path):
+    # Entries are unpickled: one another user could have written would run
+    # their code. The compile fails naming the entry; made private again, the
+    # entry is used.
+    cache = tmp_path / "cache"
+    assert run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache).returncode == 0
+    entries = sorted((cache / "programs").rglob("*.program"))
+    assert len(entries) == 2
+    entries[0].chmod(0o666)
+    refused = run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache)
+    assert refused.returncode != 0
+    assert f"refusing to use the program cache entry {entries[0]}: it is writable by every user" in refused.stderr
+    entries[0].chmod(0o600)
+    reused = run_python(SECOND_PROCESS, KILN_CACHE_DIR=cache)
+    assert reused.returncode == 0, reused.stderr
+    assert json.loads(reused.stdout.strip().splitlines()[-1])["cache_hits"] == 2
+
+
 def test_a_graph_from_other_source_lines_gets_its_own_program_cache_key():
     # The lowered description keeps each node's source line for its errors:
     # a program cached from a copy of the code elsewhere must not be reused

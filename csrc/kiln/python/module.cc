@@ -16,6 +16,7 @@
 #include "kiln/c10/host_allocator.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/kernel_cache.h"
+#include "kiln/compiler/private_folder.h"
 #include "kiln/python/distributed_bindings.h"
 #include "kiln/python/program_bindings.h"
 #include "kiln/runtime/stream.h"
@@ -220,6 +221,13 @@ PYBIND11_MODULE(_C, module) {
   module.def("_config_problems", [] { return config().problems(); });
   module.def("_cache_directory", [] { return config().cache_dir(); });
   module.def("_disk_cache_disabled", [] { return config().disk_cache_disabled(); });
+  // The kernel cache's folder rules (private_folder.h), for the program
+  // cache, whose entries are unpickled (compile/lowering/program_cache.py).
+  module.def("_make_private_directories",
+             [](const std::string& path) { check_status(make_private_directories(path)); });
+  module.def("_check_private", [](const std::string& path, const std::string& what) {
+    check_status(check_private(path, what));
+  });
   module.def("_dump_directory", [] { return config().dump_dir(); });
   module.def("_distributed_shared_memory", [] { return config().distributed_shared_memory(); });
   // For tests of error propagation: queues work on the current stream that fails.

@@ -11,6 +11,12 @@ torch_kiln._C._Program builds a program from, so a process that meets a graph
 an earlier one compiled skips the lowering; the program's kernels come from
 the kernel cache, so it compiles nothing (docs/design/compiled_path.md).
 
+Entries are unpickled, so the cache keeps the kernel cache's folder rules
+(docs/design/kernel_cache.md): its folders are created private to the user,
+and an entry, or a folder it is in, that belongs to another user or that
+others may write is refused with an error naming it, as a planted pickle
+would run code in the process that loads it.
+
 The guarantees are the kernel cache's: an entry is written to a temporary file
 and renamed into place, so a reader never sees half of one; it carries a
 SHA-256 of its payload, and an entry that fails the check (or does not load)
@@ -87,12 +93,23 @@ def graph_key(gm, fallback, kind="forward"):
     return digest.hexdigest()
 
 
+def _check_folders(directory, folder):
+    """Raises RuntimeError unless the cache root, `directory` and `folder` are the user's alone."""
+    for path in (os.path.dirname(directory), directory, folder):
+        _C._check_private(path, "program cache folder")
+
+
 def load(key):
     """The LoweredGraph stored under `key`, or None."""
     directory = _directory()
     if key is None or directory is None:
         return None
-    path = os.path.join(directory, key[:2], key + ".program")
+    folder = os.path.join(directory, key[:2])
+    path = os.path.join(folder, key + ".program")
+    if not os.path.exists(path):
+        return None
+    _check_folders(directory, folder)
+    _C._check_private(path, "program cache entry")
     try:
         with open(path, "rb") as file:
             data = file.read()
@@ -113,7 +130,8 @@ def store(key, lowered):
     if key is None or directory is None or lowered.constant_inputs:
         return
     folder = os.path.join(directory, key[:2])
-    os.makedirs(folder, exist_ok=True)
+    _C._make_private_directories(folder)
+    _check_folders(directory, folder)
     payload = pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL)
     data = _FORMAT + hashlib.sha256(payload).hexdigest().encode() + payload
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".program-")

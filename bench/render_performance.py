@@ -699,19 +699,17 @@ BENCHMARKS = [
               "Targets: adaptive / CPU eager >= 1.3x per suite, never below unfused by more than the noise, the "
               "first step within 10 % of unfused, and no new region kernels after the fifth step.",
               render_adaptive_suite,
-              "A region opens only at an op of 256 KiB or more: the small Hugging Face models (ops of 96 "
-              "to 192 KiB, where the host, not the device, is the bottleneck) hold little or nothing (Llama and "
-              "Gemma nothing) and run as unfused does, while the CNNs and the larger ops of the transformers "
-              "fuse. Adaptive / unfused is 0.94x to 1.02x per suite; the steps are timed once the background compiles are "
-              "done, which took at most 1.2 s. Seven models sit below 0.90x; in the ones looked at, one of the "
-              "two adaptive processes ran 40-90 % slower than the other (DistilBERT training: 9.2 ms, then "
-              "4.9 ms against unfused's 5.2 and 5.6 ms), and the adaptive processes' two rounds differed by "
-              "10 % on average against unfused's 6 %, a variability not yet explained. Two rounds only (the "
-              "median is the mean of two processes), and single processes move by up to 30 % on this VM, so a "
-              "per-model ratio shows noise as much as cost. The first-step outliers (Swin, MLP-Mixer, ViT, T5, "
-              "RoBERTa training, 6-16x) are the first process of the run compiling kernels the disk cache did "
-              "not hold yet; the adaptive process runs first, and a rerun of T5 training gave 70-80 ms in both "
-              "modes."),
+              "A region opens only at an op of 256 KiB or more, and not at an op whose region once ended with "
+              "it alone (until it begins a chain): the small Hugging Face models (ops of 96 to 192 KiB, where "
+              "the host, not the device, is the bottleneck) hold little or nothing and run as unfused does, "
+              "while the CNNs and the larger ops of the transformers fuse. Adaptive / unfused is 0.98x to 1.02x "
+              "per suite; the steps are timed once the background compiles are done. Per model the ratios are "
+              "mostly noise: each process times about one second of steps, and on this VM a process (CPU eager "
+              "as much as kiln) can run 40-60 % slower for seconds at a time, with the same threads on the same "
+              "cores doing the same work; the three rounds of a model differed by 25 % on average for CPU eager "
+              "and 21-22 % for the kiln modes. Repeated runs of the whole suite on this VM give per-model "
+              "ratios that differ by up to 0.3 and per-suite ratios against CPU eager that differ by up to "
+              "0.16 (CPU eager's own steps move as much), so the per-suite figures are good to about that."),
     Benchmark("library", "bench_library.py", "Products, convolutions, FFT and linear algebra (library path)",
               "One op called over and over, kiln against the CPU's own kernel, each (mode, thread count) in its "
               "own process: `mm` from 64^3 to 4096^3, tall-skinny and wide products, a transformer's projections "

@@ -1,6 +1,14 @@
-"""torch.save / torch.load of kiln tensors, state_dicts and optimizer state."""
+"""torch.save / torch.load of kiln tensors, state_dicts and optimizer state:
+with weights_only=True (the default), on a machine without Kiln through
+map_location="cpu", and PyTorch's own errors for damaged checkpoints."""
 import io
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
 
+import pytest
 import torch
 
 
@@ -52,3 +60,71 @@ def test_model_and_optimizer_state():
     assert torch.equal(moments.cpu(), optimizer.state_dict()["state"][0]["exp_avg"].cpu())
     cpu_state = round_trip(model.state_dict(), map_location="cpu")
     assert all(value.device.type == "cpu" for value in cpu_state.values())
+
+
+def checkpoint_bytes():
+    model = torch.nn.Linear(4, 3).to("kiln")
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 4, device="kiln")).sum().backward()
+    optimizer.step()
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": 1}, buffer)
+    return buffer.getvalue(), model
+
+
+def test_weights_only_loading_keeps_kiln_tensors_on_kiln():
+    data, model = checkpoint_bytes()
+    for arguments in ({}, {"weights_only": True}):  # True is the default
+        state = torch.load(io.BytesIO(data), **arguments)
+        assert state["model"]["weight"].device.type == "kiln"
+        assert state["optimizer"]["state"][0]["exp_avg"].device.type == "kiln"
+        assert torch.equal(state["model"]["weight"].cpu(), model.weight.detach().cpu())
+
+
+class NotAWeight:
+    pass
+
+
+def test_weights_only_refuses_other_objects_beside_kiln_tensors():
+    buffer = io.BytesIO()
+    torch.save({"weight": torch.ones(2, device="kiln"), "extra": NotAWeight()}, buffer)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        torch.load(io.BytesIO(buffer.getvalue()))
+
+
+def test_a_kiln_checkpoint_loads_without_kiln_through_map_location(tmp_path):
+    data, model = checkpoint_bytes()
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(data)
+    code = f"""
+    import sys
+    sys.modules["torch_kiln"] = None  # as on a machine without Kiln
+    import torch
+    state = torch.load({str(path)!r}, map_location="cpu")
+    assert state["model"]["weight"].device.type == "cpu"
+    assert state["optimizer"]["state"][0]["exp_avg"].device.type == "cpu"
+    print(state["model"]["weight"].flatten().tolist())
+    try:
+        torch.load({str(path)!r})
+    except RuntimeError as error:
+        print("without map_location:", error)
+    """
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    weights, error = run.stdout.strip().splitlines()[-2:]
+    assert weights == str(model.weight.detach().cpu().flatten().tolist())
+    assert "don't know how to restore data location" in error and "kiln:0" in error
+
+
+@pytest.mark.parametrize("kept", [0.5, 0.98])
+def test_a_truncated_checkpoint_gives_pytorchs_error(kept):
+    data, _ = checkpoint_bytes()
+    cut = data[:int(len(data) * kept)]
+    with pytest.raises(RuntimeError) as on_kiln:
+        torch.load(io.BytesIO(cut))
+    with pytest.raises(RuntimeError) as on_cpu:
+        torch.load(io.BytesIO(cut), map_location="cpu")
+    assert "PytorchStreamReader failed" in str(on_kiln.value)
+    assert str(on_kiln.value) == str(on_cpu.value)

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +123,56 @@ TEST(RunProcess, ReturnsExitCodeAndOutput) {
   EXPECT_EQ(code.value(), 3);
   EXPECT_NE(output.find("hello"), std::string::npos);
   EXPECT_NE(output.find("oops"), std::string::npos);
+}
+
+// True while process `pid` runs (a zombie, killed but not yet reaped, does not count).
+bool running(pid_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+TEST(RunProcess, AProcessPastItsTimeoutIsStoppedWithWhatItStarted) {
+  char pattern[] = "/tmp/kiln-run-process-test-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string pid_file = std::string(pattern) + "/child";
+  std::string output;
+  auto start = std::chrono::steady_clock::now();
+  // A driver that starts a child and waits, as `cc` waits for cc1.
+  StatusOr<int> code = run_process({"sh", "-c", "sleep 60 & echo $! > " + pid_file + "; wait"}, output, 0.5);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(code.ok());
+  EXPECT_EQ(code.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(code.status().message().find("'sh' ran longer than 0.5 s and was stopped"), std::string::npos)
+      << code.status().message();
+  EXPECT_NE(code.status().message().find("KILN_COMPILE_TIMEOUT"), std::string::npos);
+  EXPECT_LT(seconds, 10.0);
+  std::ifstream pid_input(pid_file);
+  pid_t child = 0;
+  ASSERT_TRUE(pid_input >> child);
+  for (int wait = 0; wait < 100 && running(child); ++wait) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(running(child)) << "the driver's child outlived the timeout";
+  std::string remove = "rm -rf '" + std::string(pattern) + "'";
+  ASSERT_EQ(std::system(remove.c_str()), 0);
+}
+
+TEST_F(ToolchainTest, AHangingCompilerFailsTheCompileAndLeavesNoObject) {
+  // Answers --version at once, then hangs on every compile.
+  std::string compiler = write_source("hanging-cc", "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --version ] && exec cc --version; done\nsleep 60\n");
+  ASSERT_EQ(::chmod(compiler.c_str(), 0700), 0);
+  StatusOr<Toolchain> probed = Toolchain::probe(compiler, 0.5);
+  ASSERT_TRUE(probed.ok()) << probed.status().message();
+  EXPECT_FALSE(probed.value().vector_math());  // its probe compile timed out too
+  std::string source = write_source("slow.c", "int kiln_slow(void) { return 1; }\n");
+  std::string object = directory_ + "/slow.so";
+  Status status = probed.value().compile(source, object);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("ran longer than 0.5 s"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find(source), std::string::npos);
+  EXPECT_FALSE(exists(object));
+  std::string leftovers = "ls -A '" + directory_ + "' | grep -q kiln-object";
+  EXPECT_NE(std::system(leftovers.c_str()), 0);
 }
 
 }  // namespace

@@ -126,3 +126,28 @@ def test_a_fresh_cache_is_private_to_its_user(tmp_path):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     for path in (cache / "kernels").rglob("*"):
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_a_hanging_compiler_is_stopped_and_the_op_fails_naming_it(tmp_path):
+    # Answers --version, then hangs on every compile: KILN_COMPILE_TIMEOUT
+    # stops it, and the op's error says so; nothing is cached.
+    compiler = tmp_path / "hanging-cc"
+    compiler.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --version ] && exec cc --version; done\n"
+                        "sleep 60\n")
+    compiler.chmod(0o700)
+    code = """
+    import json, time, torch, torch_kiln
+    a = torch.arange(6.0).to("kiln")
+    start = time.monotonic()
+    try:
+        a * a
+        raise SystemExit("the multiply should have failed to compile")
+    except RuntimeError as error:
+        message = str(error)
+    print(json.dumps({"message": message, "seconds": time.monotonic() - start, **torch_kiln.compiler_stats()}))
+    """
+    outcome = finish(run_model(tmp_path / "cache", {"KILN_CC": str(compiler), "KILN_COMPILE_TIMEOUT": "1"}, code))
+    assert "aten::mul" in outcome["message"]
+    assert "ran longer than 1 s and was stopped" in outcome["message"], outcome["message"]
+    assert outcome["seconds"] < 30
+    assert outcome["kernels_compiled"] == 0 and kernel_objects(tmp_path / "cache") == []

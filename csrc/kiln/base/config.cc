@@ -136,6 +136,16 @@ Config::Config() {
     else note("KILN_FLOAT64", policy.status());
   }
   if (const char* value = read_env("KILN_CC")) c_compiler_ = value;
+  if (const char* value = read_env("KILN_COMPILE_TIMEOUT")) {
+    char* end = nullptr;
+    double seconds = std::strtod(value, &end);
+    if (*end != '\0' || !(seconds > 0)) {
+      note("KILN_COMPILE_TIMEOUT", invalid_argument(std::string("expected a positive number of seconds, got '") +
+                                                        value + "'"));
+    } else {
+      compile_timeout_seconds_ = seconds;
+    }
+  }
   cache_dir_ = default_cache_dir();
   if (const char* value = read_env("KILN_CACHE_DIR")) cache_dir_ = value;
   if (const char* value = read_env("KILN_CACHE_SIZE")) {

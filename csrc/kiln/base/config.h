@@ -63,6 +63,9 @@ class Config {
   LogLevel log_level() const { return log_level_; }
   // KILN_CC: the C compiler that builds kernels (default "cc", found on PATH).
   const std::string& c_compiler() const { return c_compiler_; }
+  // KILN_COMPILE_TIMEOUT: seconds a compiler run may take before it is
+  // stopped and the compile fails (default 300).
+  double compile_timeout_seconds() const { return compile_timeout_seconds_; }
   // KILN_CACHE_DIR: root of Kiln's on-disk caches; compiled kernels live in its
   // kernels/ folder. Default $XDG_CACHE_HOME/kiln (when absolute), else
   // $HOME/.cache/kiln.
@@ -98,6 +101,7 @@ class Config {
   AdaptiveEagerMode adaptive_eager_mode_ = AdaptiveEagerMode::kOn;
   LogLevel log_level_ = LogLevel::kWarning;
   std::string c_compiler_ = "cc";
+  double compile_timeout_seconds_ = 300;
   std::string cache_dir_;
   uint64_t cache_size_bytes_ = uint64_t{1} << 30;
   bool disk_cache_disabled_ = false;

@@ -273,6 +273,7 @@ KernelCache::Options KernelCache::options_from_config() {
   options.disk_enabled = !settings.disk_cache_disabled();
   options.dump_directory = settings.dump_dir();
   options.compiler = settings.c_compiler();
+  options.compile_timeout_seconds = settings.compile_timeout_seconds();
   return options;
 }
 
@@ -356,7 +357,7 @@ StatusOr<void*> KernelCache::load_slow(const std::string& signature,
 StatusOr<const Toolchain*> KernelCache::toolchain() {
   std::lock_guard<std::mutex> lock(toolchain_mutex_);
   if (!toolchain_) {
-    StatusOr<Toolchain> probed = Toolchain::probe(options_.compiler);
+    StatusOr<Toolchain> probed = Toolchain::probe(options_.compiler, options_.compile_timeout_seconds);
     if (!probed.ok()) return probed.status();  // not remembered: a later load probes again
     toolchain_.emplace(probed.value());
   }

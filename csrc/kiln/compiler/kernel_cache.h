@@ -67,10 +67,12 @@ class KernelCache {
     std::string dump_directory;
     // The C compiler (KILN_CC).
     std::string compiler = "cc";
+    // A compiler run taking longer is stopped and fails (KILN_COMPILE_TIMEOUT).
+    double compile_timeout_seconds = 300;
   };
 
   // Options from config(): KILN_CACHE_DIR, KILN_CACHE_SIZE,
-  // KILN_DISABLE_DISK_CACHE, KILN_DUMP_DIR and KILN_CC.
+  // KILN_DISABLE_DISK_CACHE, KILN_DUMP_DIR, KILN_CC and KILN_COMPILE_TIMEOUT.
   static Options options_from_config();
   // The process-wide cache, with options_from_config(); never destroyed.
   static KernelCache& instance();

@@ -1,17 +1,23 @@
 #include "kiln/compiler/toolchain.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -62,7 +68,46 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
-StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string& output) {
+namespace {
+
+// Waits for `child` to exit, at most `timeout_seconds`; true with its wait
+// status in `status` when it exited in time. A pidfd makes the wait one
+// poll(); kernels before Linux 5.3 have none, and the wait polls waitpid.
+bool wait_for_child(pid_t child, double timeout_seconds, int& status) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_seconds));
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  while (true) {
+    pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) break;  // not ours to wait for: treat as gone
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      if (pidfd >= 0) ::close(pidfd);
+      return false;
+    }
+    if (pidfd >= 0) {
+      pollfd ready{pidfd, POLLIN, 0};
+      ::poll(&ready, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1000)));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return true;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+}  // namespace
+
+StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string& output,
+                          double timeout_seconds) {
   StatusOr<std::string> log = make_temporary(P_tmpdir, "kiln-process-");
   if (!log.ok()) return log.status();
   posix_spawn_file_actions_t actions;
@@ -73,15 +118,28 @@ StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string
   std::vector<char*> argv;
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
+  // A process group of its own: a timeout kills the driver and what it ran.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t child = 0;
-  int error = posix_spawnp(&child, argv[0], &actions, nullptr, argv.data(), environ);
+  int error = posix_spawnp(&child, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (error != 0) {
     std::remove(log.value().c_str());
     return failed_precondition("cannot run '" + arguments[0] + "': " + std::strerror(error));
   }
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  if (!wait_for_child(child, timeout_seconds, status)) {
+    ::kill(-child, SIGKILL);
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    output = read_file(log.value());
+    std::remove(log.value().c_str());
+    return deadline_exceeded("'" + arguments[0] + "' ran longer than " + seconds_text(timeout_seconds) +
+                             " s and was stopped (KILN_COMPILE_TIMEOUT sets the limit)");
   }
   output = read_file(log.value());
   std::remove(log.value().c_str());
@@ -93,7 +151,7 @@ namespace {
 
 // True when `compiler` links a shared object whose loop calls a `simd`
 // declared sinf against libmvec (glibc 2.22 and later on x86-64).
-bool links_vector_math(const std::string& compiler) {
+bool links_vector_math(const std::string& compiler, double timeout_seconds) {
   StatusOr<std::string> source = make_temporary(P_tmpdir, "kiln-vector-math-");
   if (!source.ok()) return false;
   const std::string source_path = source.value() + ".c";
@@ -107,16 +165,16 @@ bool links_vector_math(const std::string& compiler) {
   arguments.insert(arguments.end(), kDefaultFlags.begin(), kDefaultFlags.end());
   arguments.insert(arguments.end(), {"-o", object_path, source_path, "-lmvec", "-lm"});
   std::string output;
-  StatusOr<int> exit_code = run_process(arguments, output);
+  StatusOr<int> exit_code = run_process(arguments, output, timeout_seconds);
   for (const std::string& path : {source.value(), source_path, object_path}) std::remove(path.c_str());
   return exit_code.ok() && exit_code.value() == 0;
 }
 
 }  // namespace
 
-StatusOr<Toolchain> Toolchain::probe(const std::string& compiler) {
+StatusOr<Toolchain> Toolchain::probe(const std::string& compiler, double timeout_seconds) {
   std::string output;
-  StatusOr<int> exit_code = run_process({compiler, "--version"}, output);
+  StatusOr<int> exit_code = run_process({compiler, "--version"}, output, timeout_seconds);
   if (!exit_code.ok() || exit_code.value() != 0) {
     std::string reason = exit_code.ok() ? first_line(output) : exit_code.status().message();
     return failed_precondition("the C compiler '" + compiler + "' does not run (" + reason +
@@ -131,9 +189,9 @@ StatusOr<Toolchain> Toolchain::probe(const std::string& compiler) {
   if (first_line(output).find("clang") == std::string::npos) {
     flags.push_back("--param=vect-max-version-for-alias-checks=64");
   }
-  const bool vector_math = links_vector_math(compiler);
+  const bool vector_math = links_vector_math(compiler, timeout_seconds);
   if (vector_math) flags.push_back("-DKILN_VECTOR_MATH");
-  return Toolchain(compiler, first_line(output), flags, vector_math);
+  return Toolchain(compiler, first_line(output), flags, vector_math, timeout_seconds);
 }
 
 std::string Toolchain::identity() const {
@@ -152,7 +210,7 @@ Status Toolchain::compile(const std::string& source_path, const std::string& out
   if (vector_math_) arguments.push_back("-lmvec");
   arguments.push_back("-lm");
   std::string diagnostics;
-  StatusOr<int> exit_code = run_process(arguments, diagnostics);
+  StatusOr<int> exit_code = run_process(arguments, diagnostics, timeout_seconds_);
   if (!exit_code.ok() || exit_code.value() != 0) {
     std::remove(temporary.value().c_str());
     std::string reason = exit_code.ok() ? diagnostics : exit_code.status().message();

@@ -24,7 +24,10 @@ class Toolchain {
   // glibc's vector math library (libmvec): when that works, kernels are built
   // with -DKILN_VECTOR_MATH and -lmvec, and the prelude declares libm's
   // functions `simd`, so loops calling sin, log, tanh, ... vectorise.
-  static StatusOr<Toolchain> probe(const std::string& compiler);
+  // Every run of the compiler (these and compile()) that takes longer than
+  // `timeout_seconds` is killed, with its children, and fails with
+  // kDeadlineExceeded naming the compiler and KILN_COMPILE_TIMEOUT.
+  static StatusOr<Toolchain> probe(const std::string& compiler, double timeout_seconds = 300);
 
   const std::string& compiler() const { return compiler_; }
   // The first line `--version` printed, e.g. "cc (Debian 12.2.0-14) 12.2.0".
@@ -44,21 +47,28 @@ class Toolchain {
   Status compile(const std::string& source_path, const std::string& output_path) const;
 
  private:
-  Toolchain(std::string compiler, std::string version, std::vector<std::string> flags, bool vector_math)
+  Toolchain(std::string compiler, std::string version, std::vector<std::string> flags, bool vector_math,
+            double timeout_seconds)
       : compiler_(std::move(compiler)),
         version_(std::move(version)),
         flags_(std::move(flags)),
-        vector_math_(vector_math) {}
+        vector_math_(vector_math),
+        timeout_seconds_(timeout_seconds) {}
 
   std::string compiler_;
   std::string version_;
   std::vector<std::string> flags_;
   bool vector_math_ = false;
+  double timeout_seconds_ = 300;
 };
 
-// Runs `arguments` (arguments[0] is looked up on PATH) and waits for it.
-// Returns its exit code, with stdout and stderr together in `output`; a
-// failure to start is a kFailedPrecondition Status.
-StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string& output);
+// Runs `arguments` (arguments[0] is looked up on PATH, in a process group of
+// its own) and waits for it, at most `timeout_seconds`. Returns its exit
+// code, with stdout and stderr together in `output`; a failure to start is a
+// kFailedPrecondition Status; a run past the timeout is killed with its whole
+// process group (a compiler driver's cc1, as and ld) and is a
+// kDeadlineExceeded Status.
+StatusOr<int> run_process(const std::vector<std::string>& arguments, std::string& output,
+                          double timeout_seconds = 300);
 
 }  // namespace kiln

@@ -14,6 +14,8 @@ def compiler_stats():
     compile_seconds   wall time spent in the C compiler (float)
     compile_failures  kernels that failed to compile or load
     disk_evictions    cache entries removed to stay under KILN_CACHE_SIZE
+    stale_files_removed  files left by processes killed mid-compile, removed
+                      (older than an hour, or twice KILN_COMPILE_TIMEOUT)
     """
     return _C._compiler_stats()
 

@@ -1,5 +1,6 @@
 #include "kiln/compiler/kernel_cache.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -356,6 +357,33 @@ TEST_F(KernelCacheTest, SizeBoundEvictsTheLeastRecentlyUsed) {
   load_ok(small, "d", 14);
   EXPECT_EQ(small.stats().disk_evictions, 2u);
   EXPECT_EQ(files_ending(kernels, ".so").size(), 1u);
+}
+
+TEST_F(KernelCacheTest, LeftoversOfAKilledCompileAreRemovedOnceStale) {
+  // What a process killed during a compile or a write leaves in an entry's
+  // folder: the key's C source and temporary files. Removed when an entry is
+  // added, once older than any live compile could be.
+  std::string kernels = root_ + "/kernels";
+  KernelCache cache(options());
+  load_ok(cache, "a", 21);
+  std::string folder = fs::path(only(files_ending(kernels, ".so"))).parent_path().string();
+  const std::string key_source = folder + "/0123456789abcdef0123456789abcdef.c";
+  const std::string stale[] = {key_source, folder + "/.kiln-object-AbCdEf", folder + "/.kiln-write-AbCdEf"};
+  const std::string fresh = folder + "/.kiln-object-GhIjKl";
+  timespec two_hours_ago;
+  clock_gettime(CLOCK_REALTIME, &two_hours_ago);
+  two_hours_ago.tv_sec -= 7200;
+  const timespec times[2] = {two_hours_ago, two_hours_ago};
+  for (const std::string& path : stale) {
+    write_text(path, "left behind");
+    ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  }
+  write_text(fresh, "a compile still running");
+  load_ok(cache, "b", 22);
+  for (const std::string& path : stale) EXPECT_FALSE(exists(path)) << path;
+  EXPECT_TRUE(exists(fresh));
+  EXPECT_EQ(cache.stats().stale_files_removed, 3u);
+  EXPECT_EQ(call(cache.lookup("a"), 0), 21);
 }
 
 TEST_F(KernelCacheTest, DisabledDiskCacheWritesNothingThere) {

@@ -1,14 +1,17 @@
 """The kernel cache across processes: a second run compiles nothing, a damaged
 entry is rebuilt, processes started together compile each kernel once, a
-compiler failure leaves the cache usable, and a cache folder others may write
-is refused."""
+compiler failure, a hanging compiler or a process killed mid-compile leaves the
+cache usable, a cache folder that cannot be made is worked around, and one
+others may write is refused."""
 import glob
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
 import textwrap
+import time
 
 # A few steps of a small model whose ops are all compiled (or library calls).
 MODEL = """
@@ -151,3 +154,56 @@ def test_a_hanging_compiler_is_stopped_and_the_op_fails_naming_it(tmp_path):
     assert "ran longer than 1 s and was stopped" in outcome["message"], outcome["message"]
     assert outcome["seconds"] < 30
     assert outcome["kernels_compiled"] == 0 and kernel_objects(tmp_path / "cache") == []
+
+
+def test_a_process_killed_during_a_compile_leaves_the_cache_usable(tmp_path):
+    # The compiler signals that it started, then hangs; the process is killed
+    # there. It holds no lock any more and left no entry: the next process
+    # compiles the kernel and gets the reference result.
+    started = tmp_path / "started"
+    compiler = tmp_path / "stalling-cc"
+    compiler.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --version ] && exec cc --version; done\n"
+                        f"echo $$ > '{started}'\nsleep 60\n")
+    compiler.chmod(0o700)
+    cache = tmp_path / "cache"
+    reference = finish(run_model(tmp_path / "reference"))
+    victim = run_model(cache, {"KILN_CC": str(compiler)})
+    deadline = time.monotonic() + 120
+    while not started.exists() or not started.read_text().strip():
+        assert time.monotonic() < deadline and victim.poll() is None, "the compile never started"
+        time.sleep(0.05)
+    victim.kill()
+    victim.communicate(timeout=60)
+    os.kill(int(started.read_text()), signal.SIGKILL)  # the orphaned compiler
+    survivor = finish(run_model(cache))
+    assert survivor["loss"] == reference["loss"]
+    assert survivor["kernels_compiled"] == reference["kernels_compiled"]
+
+
+def test_a_compiler_that_is_not_there_is_named_in_the_error(tmp_path):
+    code = """
+    import json, torch, torch_kiln
+    a = torch.arange(6.0).to("kiln")
+    try:
+        a * a
+        raise SystemExit("the multiply should have failed")
+    except RuntimeError as error:
+        print(json.dumps({"message": str(error)}))
+    """
+    outcome = finish(run_model(tmp_path / "cache", {"KILN_CC": "/nonexistent/cc"}, code))
+    assert "the C compiler '/nonexistent/cc' does not run" in outcome["message"], outcome["message"]
+    assert "point KILN_CC at it" in outcome["message"]
+
+
+def test_a_cache_folder_that_cannot_be_created_compiles_without_it(tmp_path):
+    # KILN_CACHE_DIR under a file: no folder can be made there. Kiln warns
+    # and compiles each kernel in a private temporary folder instead.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    reference = finish(run_model(tmp_path / "reference"))
+    process = run_model(blocker / "cache")
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "is unusable" in stderr and "without it" in stderr, stderr
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["loss"] == reference["loss"] and result["disk_hits"] == 0

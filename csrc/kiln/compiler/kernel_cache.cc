@@ -551,6 +551,12 @@ void KernelCache::evict_beyond_limit(const std::string& keep_key) {
   };
   std::map<std::string, Entry> entries;
   uint64_t total = 0;
+  // Files a process killed in the middle of a compile or a write left behind
+  // (the key's C source, a temporary object or file): no live compile is
+  // older than twice the compile timeout, nor an hour.
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  const double stale_seconds = std::max(3600.0, 2 * options_.compile_timeout_seconds);
   for (const std::string& folder_name : list_directory(options_.directory)) {
     if (folder_name.size() != 2) continue;
     std::string folder = options_.directory + "/" + folder_name;
@@ -558,6 +564,18 @@ void KernelCache::evict_beyond_limit(const std::string& keep_key) {
       size_t dot = file_name.rfind('.');
       if (dot == std::string::npos) continue;
       std::string stem = file_name.substr(0, dot), extension = file_name.substr(dot);
+      const bool temporary = file_name.rfind(".kiln-object-", 0) == 0 || file_name.rfind(".kiln-write-", 0) == 0 ||
+                             (is_key(stem) && extension == ".c");
+      if (temporary) {
+        struct stat info;
+        const std::string path = folder + "/" + file_name;
+        if (::stat(path.c_str(), &info) == 0 &&
+            static_cast<double>(now.tv_sec - info.st_mtim.tv_sec) > stale_seconds) {
+          std::remove(path.c_str());
+          stale_files_removed_.fetch_add(1, std::memory_order_relaxed);
+        }
+        continue;
+      }
       if (!is_key(stem) || (extension != ".so" && extension != ".meta")) continue;
       struct stat info;
       if (::stat((folder + "/" + file_name).c_str(), &info) != 0) continue;
@@ -594,6 +612,7 @@ CompilerStats KernelCache::stats() const {
   stats.disk_hits = disk_hits_.load(std::memory_order_relaxed);
   stats.compile_failures = compile_failures_.load(std::memory_order_relaxed);
   stats.disk_evictions = disk_evictions_.load(std::memory_order_relaxed);
+  stats.stale_files_removed = stale_files_removed_.load(std::memory_order_relaxed);
   stats.compile_seconds =
       static_cast<double>(compile_nanoseconds_.load(std::memory_order_relaxed)) * 1e-9;
   return stats;
@@ -605,6 +624,7 @@ void KernelCache::reset_stats() {
   disk_hits_.store(0, std::memory_order_relaxed);
   compile_failures_.store(0, std::memory_order_relaxed);
   disk_evictions_.store(0, std::memory_order_relaxed);
+  stale_files_removed_.store(0, std::memory_order_relaxed);
   compile_nanoseconds_.store(0, std::memory_order_relaxed);
 }
 

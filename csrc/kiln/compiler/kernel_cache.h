@@ -51,6 +51,7 @@ struct CompilerStats {
   uint64_t disk_hits = 0;         // kernels loaded from the disk cache
   uint64_t compile_failures = 0;  // compiles (or loads of a fresh object) that failed
   uint64_t disk_evictions = 0;    // entries removed to keep under the size bound
+  uint64_t stale_files_removed = 0;  // leftovers of processes killed mid-compile, removed
   double compile_seconds = 0;     // wall time spent in the compiler
 };
 
@@ -144,6 +145,7 @@ class KernelCache {
   std::atomic<uint64_t> disk_hits_{0};
   std::atomic<uint64_t> compile_failures_{0};
   std::atomic<uint64_t> disk_evictions_{0};
+  std::atomic<uint64_t> stale_files_removed_{0};
   std::atomic<uint64_t> compile_nanoseconds_{0};
 };
 

@@ -267,6 +267,7 @@ PYBIND11_MODULE(_C, module) {
     result["compile_seconds"] = stats.compile_seconds;
     result["compile_failures"] = stats.compile_failures;
     result["disk_evictions"] = stats.disk_evictions;
+    result["stale_files_removed"] = stats.stale_files_removed;
     return result;
   });
   module.def("_reset_compiler_stats", [] { KernelCache::instance().reset_stats(); });

@@ -1,8 +1,8 @@
 """The kernel cache across processes: a second run compiles nothing, a damaged
 entry is rebuilt, processes started together compile each kernel once, a
 compiler failure, a hanging compiler or a process killed mid-compile leaves the
-cache usable, a cache folder that cannot be made is worked around, and one
-others may write is refused."""
+cache usable, so does a full disk once there is room again, a cache folder
+that cannot be made is worked around, and one others may write is refused."""
 import glob
 import json
 import os
@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 # A few steps of a small model whose ops are all compiled (or library calls).
 MODEL = """
@@ -207,3 +209,37 @@ def test_a_cache_folder_that_cannot_be_created_compiles_without_it(tmp_path):
     assert "is unusable" in stderr and "without it" in stderr, stderr
     result = json.loads(stdout.strip().splitlines()[-1])
     assert result["loss"] == reference["loss"] and result["disk_hits"] == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB file system (tmpfs), when this user may mount one (root)."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.strip()}")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_a_full_disk_fails_the_op_naming_it_and_recovers_once_there_is_room(small_disk):
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (252 << 10))
+    code = f"""
+    import json, os, torch, torch_kiln
+    a = torch.arange(6.0).to("kiln")
+    try:
+        a * a
+        raise SystemExit("the multiply should have failed")
+    except RuntimeError as error:
+        message = str(error)
+    os.remove({str(filler)!r})
+    result = (a * a).cpu().tolist()
+    print(json.dumps({{"message": message, "result": result, **torch_kiln.compiler_stats()}}))
+    """
+    outcome = finish(run_model(small_disk / "cache", code=code))
+    assert "aten::mul" in outcome["message"] and "No space left on device" in outcome["message"], outcome
+    assert outcome["result"] == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
+    assert len(kernel_objects(small_disk / "cache")) == outcome["kernels_compiled"] >= 1

@@ -2,7 +2,7 @@
 import torch_kiln
 
 INTEGER_KEYS = {"kernels_compiled", "memory_hits", "disk_hits", "compile_failures",
-                "disk_evictions"}
+                "disk_evictions", "stale_files_removed"}
 
 
 def test_compiler_stats_has_the_documented_keys_and_types():

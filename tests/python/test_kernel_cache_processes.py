@@ -49,6 +49,34 @@ def kernel_objects(cache_dir):
     return glob.glob(os.path.join(str(cache_dir), "kernels", "*", "*.so"))
 
 
+def failing_multiply(cache_dir, extra_environment=None, then_remove=None):
+    """Runs a multiply whose kernel must fail to build in a new process: its
+    error message and seconds, then (after removing `then_remove`, what made
+    it fail) the multiply's result again, with the compiler's statistics."""
+    retry = "" if then_remove is None else f"""
+    os.remove({str(then_remove)!r})
+    outcome["result"] = (a * a).cpu().tolist()"""
+    code = f"""
+    import json, os, time, torch, torch_kiln
+    a = torch.arange(6.0).to("kiln")
+    start = time.monotonic()
+    try:
+        a * a
+        raise SystemExit("the multiply should have failed")
+    except RuntimeError as error:
+        outcome = {{"message": str(error), "seconds": time.monotonic() - start}}{retry}
+    print(json.dumps({{**outcome, **torch_kiln.compiler_stats()}}))
+    """
+    return finish(run_model(cache_dir, extra_environment, code))
+
+
+def compiler_script(path, body):
+    """A compiler at `path` that answers --version as `cc` does and runs `body` (sh) for a compile."""
+    path.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --version ] && exec cc --version; done\n" + body)
+    path.chmod(0o700)
+    return path
+
+
 def test_second_process_compiles_nothing(tmp_path):
     first = finish(run_model(tmp_path))
     assert first["kernels_compiled"] > 0
@@ -86,19 +114,7 @@ def test_compiler_failure_names_the_op_and_leaves_the_cache_usable(tmp_path):
                         "  echo 'flaky-cc: refusing on purpose' >&2; exit 1\nfi\nexec cc \"$@\"\n")
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     flag.write_text("")
-    code = f"""
-    import json, os, torch, torch_kiln
-    a = torch.arange(6.0).to("kiln")
-    try:
-        a * a
-        raise SystemExit("the multiply should have failed to compile")
-    except RuntimeError as error:
-        message = str(error)
-    os.remove({str(flag)!r})
-    result = (a * a).cpu().tolist()
-    print(json.dumps({{"message": message, "result": result, **torch_kiln.compiler_stats()}}))
-    """
-    outcome = finish(run_model(tmp_path / "cache", {"KILN_CC": str(compiler)}, code))
+    outcome = failing_multiply(tmp_path / "cache", {"KILN_CC": str(compiler)}, then_remove=flag)
     assert "aten::mul" in outcome["message"]
     assert "refusing on purpose" in outcome["message"]
     assert ".c" in outcome["message"]  # says where the source was saved
@@ -136,22 +152,8 @@ def test_a_fresh_cache_is_private_to_its_user(tmp_path):
 def test_a_hanging_compiler_is_stopped_and_the_op_fails_naming_it(tmp_path):
     # Answers --version, then hangs on every compile: KILN_COMPILE_TIMEOUT
     # stops it, and the op's error says so; nothing is cached.
-    compiler = tmp_path / "hanging-cc"
-    compiler.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --version ] && exec cc --version; done\n"
-                        "sleep 60\n")
-    compiler.chmod(0o700)
-    code = """
-    import json, time, torch, torch_kiln
-    a = torch.arange(6.0).to("kiln")
-    start = time.monotonic()
-    try:
-        a * a
-        raise SystemExit("the multiply should have failed to compile")
-    except RuntimeError as error:
-        message = str(error)
-    print(json.dumps({"message": message, "seconds": time.monotonic() - start, **torch_kiln.compiler_stats()}))
-    """
-    outcome = finish(run_model(tmp_path / "cache", {"KILN_CC": str(compiler), "KILN_COMPILE_TIMEOUT": "1"}, code))
+    compiler = compiler_script(tmp_path / "hanging-cc", "sleep 60\n")
+    outcome = failing_multiply(tmp_path / "cache", {"KILN_CC": str(compiler), "KILN_COMPILE_TIMEOUT": "1"})
     assert "aten::mul" in outcome["message"]
     assert "ran longer than 1 s and was stopped" in outcome["message"], outcome["message"]
     assert outcome["seconds"] < 30
@@ -163,10 +165,7 @@ def test_a_process_killed_during_a_compile_leaves_the_cache_usable(tmp_path):
     # there. It holds no lock any more and left no entry: the next process
     # compiles the kernel and gets the reference result.
     started = tmp_path / "started"
-    compiler = tmp_path / "stalling-cc"
-    compiler.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --version ] && exec cc --version; done\n"
-                        f"echo $$ > '{started}'\nsleep 60\n")
-    compiler.chmod(0o700)
+    compiler = compiler_script(tmp_path / "stalling-cc", f"echo $$ > '{started}'\nsleep 60\n")
     cache = tmp_path / "cache"
     reference = finish(run_model(tmp_path / "reference"))
     victim = run_model(cache, {"KILN_CC": str(compiler)})
@@ -183,16 +182,7 @@ def test_a_process_killed_during_a_compile_leaves_the_cache_usable(tmp_path):
 
 
 def test_a_compiler_that_is_not_there_is_named_in_the_error(tmp_path):
-    code = """
-    import json, torch, torch_kiln
-    a = torch.arange(6.0).to("kiln")
-    try:
-        a * a
-        raise SystemExit("the multiply should have failed")
-    except RuntimeError as error:
-        print(json.dumps({"message": str(error)}))
-    """
-    outcome = finish(run_model(tmp_path / "cache", {"KILN_CC": "/nonexistent/cc"}, code))
+    outcome = failing_multiply(tmp_path / "cache", {"KILN_CC": "/nonexistent/cc"})
     assert "the C compiler '/nonexistent/cc' does not run" in outcome["message"], outcome["message"]
     assert "point KILN_CC at it" in outcome["message"]
 
@@ -227,19 +217,7 @@ def small_disk(tmp_path):
 def test_a_full_disk_fails_the_op_naming_it_and_recovers_once_there_is_room(small_disk):
     filler = small_disk / "filler"
     filler.write_bytes(b"\0" * (252 << 10))
-    code = f"""
-    import json, os, torch, torch_kiln
-    a = torch.arange(6.0).to("kiln")
-    try:
-        a * a
-        raise SystemExit("the multiply should have failed")
-    except RuntimeError as error:
-        message = str(error)
-    os.remove({str(filler)!r})
-    result = (a * a).cpu().tolist()
-    print(json.dumps({{"message": message, "result": result, **torch_kiln.compiler_stats()}}))
-    """
-    outcome = finish(run_model(small_disk / "cache", code=code))
+    outcome = failing_multiply(small_disk / "cache", then_remove=filler)
     assert "aten::mul" in outcome["message"] and "No space left on device" in outcome["message"], outcome
     assert outcome["result"] == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
     assert len(kernel_objects(small_disk / "cache")) == outcome["kernels_compiled"] >= 1

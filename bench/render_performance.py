@@ -561,6 +561,43 @@ def render_import(results, args):
     return lines
 
 
+def render_long_run(results, args):
+    """bench_long_run.py: each mode's drift after warm-up, and its verdict."""
+    mib = 1024 * 1024
+
+    def memory(entry):
+        return f"{entry['change'] / mib:+.2f} MiB ({entry['slope_per_1000_steps'] / mib:+.2f})"
+
+    def count(entry):
+        return f"{entry['change']:+d} ({entry['slope_per_1000_steps']:+.1f})"
+
+    def device(entry):
+        return "flat" if entry["range"] == 0 else f"{entry['change']:+d} B (range {entry['range']} B)"
+
+    rows = []
+    for mode, record in results["modes"].items():
+        if record.get("status") != "ran":
+            rows.append([mode, f"FAIL: {record.get('error', 'did not run')}", "", "", "", "", "", ""])
+            continue
+        drift = record["drift"]
+        rows.append([mode, "pass" if record["passed"] else "FAIL", device(drift["device_allocated"]),
+                     device(drift["device_reserved"]), memory(drift["rss"]), f"{drift['rss']['range'] / mib:.2f} MiB",
+                     count(drift["live_objects"]), number(record["step_s"] * 1000)])
+    lines = table(["mode", "verdict", "device allocated", "device reserved", "RSS change (per 1000 steps)",
+                   "RSS range", "live objects change (per 1000 steps)", "ms a step"], rows)
+    first = next(iter(results["modes"].values()), {})
+    span = ""
+    if first.get("drift"):
+        rss = first["drift"]["rss"]
+        span = f" from step {rss['from_step']} to step {rss['to_step']}"
+    lines += ["", f"`{results['model']}`, {results['steps']} steps, a sample every {results['every']} steps; the "
+                  f"drift is measured{span} (warm-up: the first {results['warmup']} steps). Change: the last "
+                  "sample minus the first after warm-up; in brackets, the least-squares slope per 1000 steps. "
+                  f"Pass: device memory exactly flat, RSS within {number(results['rss_tolerance_mib'])} MiB and "
+                  f"live objects within {results['object_tolerance']} (change and fitted drift)."]
+    return lines
+
+
 def scalar(value):
     return value is None or isinstance(value, (int, float, str, bool))
 
@@ -763,6 +800,17 @@ BENCHMARKS = [
               "Each rank brings its Python thread, stream worker, pool worker and Gloo's and the completion "
               "thread: on a 2-core machine the efficiency measures the ranks' turns on the cores more than "
               "communication, and says little about a machine with a core per thread."),
+    Benchmark("long_run", "bench_long_run.py", "Long runs: memory and objects over 2,000 steps",
+              "A suite model (bench/suite_models.py) trained for thousands of steps (forward, loss, backward, "
+              "AdamW) in kiln eager and kiln compiled, each in its own process, sampled every few dozen steps "
+              "after `gc.collect()` and glibc's `malloc_trim`: device memory allocated and reserved "
+              "(`torch.kiln.memory_allocated()`, `memory_reserved()`), the process's resident memory, and "
+              "`len(gc.get_objects())`. Target: nothing drifts after warm-up.", render_long_run,
+              "Device memory is exact and is held to exactly flat. RSS is the whole process's, libraries and "
+              "Python included; malloc_trim before each sample hands back what malloc keeps free, but a sample "
+              "can still land a few MiB off its neighbours (the range, not the change, shows that), so RSS is "
+              "judged on the change and the fitted line. Step times come from a shared 2-core VM and move "
+              "with its load; they are not what this benchmark measures."),
     Benchmark("import", "bench_import.py", "Import time",
               "What Kiln's autoload adds to `import torch`: the statement timed in fresh interpreters with "
               "`TORCH_DEVICE_BACKEND_AUTOLOAD=1` (the default) and `=0`, the two alternating round by round; "

@@ -133,3 +133,31 @@ def test_library_and_models_benchmarks(renderer, tmp_path):
     assert "| mm 64x64x64 float32 | 2 |" not in page                   # one above it is not
     assert "| resnet18 | torchvision resnet18 | 300.0 | 200.0 | 1.50x | 2.50 | 2.50 | none |" in page
     assert "library" not in missing and "models" not in missing
+
+
+def long_run_drift(change, slope, value_range=None, passed=True):
+    return {"from_step": 200, "to_step": 2000, "first": 0, "last": change, "change": change,
+            "range": abs(change) if value_range is None else value_range, "slope_per_1000_steps": slope,
+            "tolerance": "-", "passed": passed}
+
+
+def test_long_run_benchmark(renderer, tmp_path):
+    results = tmp_path / "results"
+    mib = 1024 * 1024
+    flat = {"device_allocated": long_run_drift(0, 0.0), "device_reserved": long_run_drift(0, 0.0),
+            "rss": long_run_drift(-mib // 4, 0.5 * mib, value_range=3 * mib), "live_objects": long_run_drift(0, 0.0)}
+    leaking = dict(flat, device_allocated=long_run_drift(1536, 768.0, passed=False),
+                   live_objects=long_run_drift(37, 20.5, passed=False))
+    write(results, "long_run", {"header": HEADER, "args": {}, "results": {
+        "model": "resnet18", "steps": 2000, "every": 50, "warmup": 200, "rss_tolerance_mib": 8.0,
+        "object_tolerance": 20, "modes": {
+            "kiln_eager": {"status": "ran", "passed": True, "drift": flat, "step_s": 0.0625},
+            "kiln_compiled": {"status": "ran", "passed": False, "drift": leaking, "step_s": 0.125},
+            "kiln_other": {"status": "failed", "error": "timed out after 5 s", "passed": False}}}})
+    page, missing = renderer.render(str(results))
+    assert "| kiln_eager | pass | flat | flat | -0.25 MiB (+0.50) | 3.00 MiB | +0 (+0.0) | 62.50 |" in page
+    assert "| kiln_compiled | FAIL | +1536 B (range 1536 B) | flat |" in page
+    assert "| +37 (+20.5) | 125.0 |" in page
+    assert "| kiln_other | FAIL: timed out after 5 s |" in page
+    assert "`resnet18`, 2000 steps, a sample every 50 steps" in page and "from step 200 to step 2000" in page
+    assert "long_run" not in missing

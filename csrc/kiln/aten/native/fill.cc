@@ -25,15 +25,16 @@ namespace {
       AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES)
 
 // The value as ATen's CPU fill converts it: with an overflow check, except
-// that a one-element float tensor takes the CPU's scalar fast path, which
-// casts (so filling 1e10 into one float16 element gives inf, as
+// that a one-element float16 or bfloat16 tensor takes the CPU's scalar fast
+// path, which casts (so filling 1e10 into one float16 element gives inf, as
 // torch.scalar_tensor and torch.tensor do; where(c, x, 1e10) relies on it).
+// A one-element float32 is checked like any other: the CPU raises for 1e39
+// (torch.where(c, 0.5, 1e308) included; found by tests/python/op_fuzz.py).
 template <typename scalar_t>
 scalar_t convert_fill_value(const c10::Scalar& value, int64_t numel) {
-  constexpr bool floating = std::is_floating_point_v<scalar_t> ||
-                            std::is_same_v<scalar_t, at::Half> ||
-                            std::is_same_v<scalar_t, at::BFloat16>;
-  if constexpr (floating) {
+  constexpr bool half_precision = std::is_same_v<scalar_t, at::Half> ||
+                                  std::is_same_v<scalar_t, at::BFloat16>;
+  if constexpr (half_precision) {
     if (numel == 1) return static_cast<scalar_t>(value.to<double>());
   }
   return value.to<scalar_t>();

@@ -19,6 +19,7 @@
 #include "kiln/aten/compiled/indexing/advanced_index.h"
 #include "kiln/aten/compiled/launch/index_checks.h"
 #include "kiln/aten/compiled/launch/indexed_kernel.h"
+#include "kiln/aten/compiled/launch/pointwise_support.h"
 #include "kiln/aten/device_checks.h"
 #include "kiln/aten/op_tracking.h"
 
@@ -207,6 +208,9 @@ void scatter_impl(const char* op_name, const at::Tensor& self, int64_t dim,
                               "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
   if (!out.is_same(self)) copy_tensor(op_name, out, self);
   if (index.numel() == 0) return;
+  // The CPU kernel converts the value to self's dtype before it reads an
+  // index: one that does not fit raises first (found by tests/python/op_fuzz.py).
+  if (value != nullptr && !self.is_complex()) scalar_as(*value, self.scalar_type());
   at::Tensor device_index = on_device(index, self);
   at::Tensor device_src;
   if (src != nullptr) {
@@ -488,6 +492,10 @@ at::Tensor& index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index,
   at::Tensor target = self.dim() == 0 ? self.unsqueeze(-1) : self;
   dim = at::maybe_wrap_dim(dim, target.dim());
   TORCH_CHECK(index.dim() <= 1, "Index has to be a vector/scalar");
+  // The CPU kernel converts the value to self's dtype even when there is
+  // nothing to fill, and before it reads an index: one that does not fit
+  // raises first (found by tests/python/op_fuzz.py).
+  if (!self.is_complex()) scalar_as(value, self.scalar_type());
   if (index.numel() == 0 || target.numel() == 0) return self;
   at::Tensor device_index = on_device(index, self);
   const int64_t size = target.size(dim);

@@ -1,6 +1,7 @@
 #include "kiln/aten/compiled/pointwise/power_ops.h"
 
 #include <ATen/ScalarOps.h>
+#include <cmath>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/fill.h>
@@ -48,6 +49,23 @@ std::vector<ir::ValueId> generic_power(PointwiseContext& context) {
   return {context.binary(OpCode::kPower, context.promoted(0), context.scalar_as(0, context.common))};
 }
 
+// float32 to a double exponent, computed in double and rounded once.
+std::vector<ir::ValueId> double_power(PointwiseContext& context) {
+  ir::ValueId x = context.builder.cast(context.promoted(0), ir::DType::kFloat64);
+  ir::ValueId power = context.binary(OpCode::kPower, x, context.scalar_as(0, ir::DType::kFloat64));
+  return {context.builder.cast(power, context.common)};
+}
+
+// True when rounding the double exponent `value` to float changes what pow
+// does with it: makes it zero, or integral (which decides whether a negative
+// base gives NaN), or neither where it was.
+bool float_changes_exponent(double value) {
+  if (!std::isfinite(value)) return false;
+  const double rounded = static_cast<double>(static_cast<float>(value));
+  return (rounded == 0.0) != (value == 0.0) ||
+         (std::nearbyint(rounded) == rounded) != (std::nearbyint(value) == value);
+}
+
 PowerPlan plan_for(const c10::Scalar& exponent, c10::ScalarType type) {
   if (exponent.equal(0.0) || exponent.equal(false)) {
     return {"pow_zero", [](PointwiseContext& context) -> std::vector<ir::ValueId> {
@@ -73,6 +91,14 @@ PowerPlan plan_for(const c10::Scalar& exponent, c10::ScalarType type) {
     if (value == -2.0) {
       return {bfloat16 ? "pow_inverse_square_rounded" : "pow_inverse_square", product(-2, bfloat16),
               {}};
+    }
+    // ATen's CPU kernel takes a float32 base to the exponent as a double.
+    // Where rounding the exponent to float would change the answer's kind
+    // (2.0000000001 becoming 2, which a negative base survives; 5e-324
+    // becoming 0), the power is taken in double (found by
+    // tests/python/op_fuzz.py); elsewhere float's pow is as accurate.
+    if (type == c10::ScalarType::Float && float_changes_exponent(value)) {
+      return {"pow_scalar_double", double_power, {c10::Scalar(value)}};
     }
     return {"pow_scalar", generic_power, {c10::Scalar(value)}};
   }

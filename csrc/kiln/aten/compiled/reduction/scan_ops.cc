@@ -177,7 +177,16 @@ void scan_into(const char* op_name, ScanKind kind, const at::Tensor& self, int64
                const at::Tensor& result) {
   if (result.numel() == 0) return;
   DType result_dtype = require_ir_dtype(result.scalar_type(), op_name);
-  if (self.dim() == 0 || self.size(at::maybe_wrap_dim(dim, self.dim())) == 1) {
+  if (self.dim() == 0) {
+    convert_into(op_name, result, self);
+    return;
+  }
+  // The CPU kernel dispatches on the result's dtype, which excludes bool (an
+  // out= or dtype= of bool; found by tests/python/op_fuzz.py).
+  TORCH_CHECK_NOT_IMPLEMENTED(result.scalar_type() != at::kBool, "\"",
+                              kind == ScanKind::kSum ? "cumsum" : "cumprod",
+                              "_out_cpu\" not implemented for 'Bool'");
+  if (self.size(at::maybe_wrap_dim(dim, self.dim())) == 1) {
     convert_into(op_name, result, self);
     return;
   }

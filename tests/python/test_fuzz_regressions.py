@@ -1,0 +1,80 @@
+"""Regression tests for the differences the differential fuzzer (op_fuzz.py)
+found between kiln and the CPU, each named after what broke. Each runs the
+shrunk case on both devices."""
+import pytest
+import torch
+
+from differential import assert_same
+
+
+def outcome(function, device):
+    """function(device)'s result on the CPU, or the type and message of its error."""
+    try:
+        return function(device).cpu()
+    except Exception as error:  # noqa: BLE001 - the error is the outcome compared
+        return type(error), str(error)
+
+
+def assert_same_outcome(function):
+    expected, actual = outcome(function, "cpu"), outcome(function, "kiln")
+    if isinstance(expected, tuple):
+        assert actual == expected
+    else:
+        assert isinstance(actual, torch.Tensor), actual
+        assert_same(expected, actual.to("kiln"))
+
+
+@pytest.mark.parametrize("index", [[0], [5], []])
+def test_index_fill_checks_the_value_fits_before_the_indices(index):
+    # The CPU converts the value to self's dtype first (even with nothing to
+    # fill, or an index out of range): kiln filled inf, or raised IndexError.
+    assert_same_outcome(lambda device: torch.ones(2, 1, device=device).index_fill(
+        0, torch.tensor(index, dtype=torch.long, device=device), 1.7976931348623157e308))
+    assert_same_outcome(lambda device: torch.ones(2, dtype=torch.int8, device=device).index_fill(
+        0, torch.tensor(index, dtype=torch.long, device=device), 1000))
+
+
+def test_scatter_value_checks_the_value_fits():
+    assert_same_outcome(lambda device: torch.ones(2, dtype=torch.int8, device=device).scatter(
+        0, torch.tensor([0], device=device), 1000))
+    # With no index there is nothing to convert: no error on either.
+    assert_same_outcome(lambda device: torch.ones(2, dtype=torch.int8, device=device).scatter(
+        0, torch.tensor([], dtype=torch.long, device=device), 1000))
+
+
+@pytest.mark.parametrize("function", [
+    lambda device: torch.cumsum(torch.ones(1, device=device), -1, out=torch.empty(0, dtype=torch.bool, device=device)),
+    lambda device: torch.cumprod(torch.ones(3, 2, device=device), 0, out=torch.empty(0, dtype=torch.bool, device=device)),
+    lambda device: torch.cumsum(torch.ones(2, 1, device=device), 1, dtype=torch.bool),
+    lambda device: torch.ones(3, dtype=torch.bool, device=device).cumsum_(0),
+    # A 0-dim input is copied, not scanned: no error on either.
+    lambda device: torch.cumsum(torch.ones((), device=device), 0, dtype=torch.bool),
+], ids=["cumsum_out", "cumprod_out", "cumsum_dtype", "cumsum_", "zero_dim"])
+def test_cumsum_and_cumprod_into_bool_raise_not_implemented(function):
+    # The CPU kernel dispatches on the result's dtype, which has no bool:
+    # kiln scanned into the bool result (a size-1 scan dim copied it).
+    assert_same_outcome(function)
+
+
+@pytest.mark.parametrize("exponent", [5e-324, -5e-324, 2.0000000001, 3.0000000001, 1e-46, 0.30000001])
+@pytest.mark.parametrize("base", [-4.8, -0.0, 0.0, 2.5])
+def test_pow_of_float32_takes_the_exponent_as_a_double(base, exponent):
+    # ATen's CPU kernel raises a float32 base to the double exponent: a
+    # negative base to 2.0000000001 is NaN and 0 to 5e-324 is 0, where kiln
+    # rounded the exponent to float first (2 and 0: 23.04 and 1).
+    assert_same_outcome(lambda device: torch.full((3,), base, device=device) ** exponent)
+    assert_same_outcome(lambda device: torch.full((), base, device=device).pow_(exponent))
+
+
+@pytest.mark.parametrize("function", [
+    lambda device: torch.where(torch.tensor(False, device=device), 0.5, 1.7976931348623157e308),
+    lambda device: torch.scalar_tensor(1e39, device=device),
+    lambda device: torch.empty(1, device=device).fill_(1e39),
+    # float16 and bfloat16 one-element fills cast (to inf) on the CPU as well.
+    lambda device: torch.empty(1, dtype=torch.float16, device=device).fill_(1e10),
+    lambda device: torch.scalar_tensor(1e300, dtype=torch.bfloat16, device=device),
+], ids=["where_of_scalars", "scalar_tensor", "fill_one_element", "float16_fill", "bfloat16_scalar_tensor"])
+def test_one_element_float32_fill_checks_that_the_value_fits(function):
+    # Kiln cast every one-element float fill (giving inf), as the CPU's fast
+    # path does only for float16 and bfloat16; float32 raises on the CPU.
+    assert_same_outcome(function)

@@ -2,7 +2,8 @@
 entry is rebuilt, processes started together compile each kernel once, a
 compiler failure, a hanging compiler or a process killed mid-compile leaves the
 cache usable, so does a full disk once there is room again, a cache folder
-that cannot be made is worked around, and one others may write is refused."""
+that cannot be made is worked around, one mounted read-only still serves its
+entries, and one others may write is refused."""
 import glob
 import json
 import os
@@ -196,22 +197,34 @@ def test_a_cache_folder_that_cannot_be_created_compiles_without_it(tmp_path):
     process = run_model(blocker / "cache")
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
-    assert "is unusable" in stderr and "without it" in stderr, stderr
+    assert "cannot be written" in stderr and "compiled without it" in stderr, stderr
     result = json.loads(stdout.strip().splitlines()[-1])
     assert result["loss"] == reference["loss"] and result["disk_hits"] == 0
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 256 KiB file system (tmpfs), when this user may mount one (root)."""
-    mount_point = tmp_path / "small-disk"
+def mount_tmpfs(mount_point, size):
+    """Mounts a tmpfs of `size` at `mount_point` (made here), when this user may (root); else skips."""
     mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mount_point)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mount_point)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.strip()}")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=True)
+        pytest.skip(f"cannot mount a file system here: {mounted.stderr.strip()}")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB file system."""
+    mount_tmpfs(tmp_path / "small-disk", "256k")
+    yield tmp_path / "small-disk"
+    subprocess.run(["umount", str(tmp_path / "small-disk")], check=True)
+
+
+@pytest.fixture
+def own_disk(tmp_path):
+    """A file system of its own, which a test may remount read-only."""
+    mount_tmpfs(tmp_path / "disk", "64m")
+    yield tmp_path / "disk"
+    subprocess.run(["umount", str(tmp_path / "disk")], check=True)
 
 
 def test_a_full_disk_fails_the_op_naming_it_and_recovers_once_there_is_room(small_disk):
@@ -221,3 +234,30 @@ def test_a_full_disk_fails_the_op_naming_it_and_recovers_once_there_is_room(smal
     assert "aten::mul" in outcome["message"] and "No space left on device" in outcome["message"], outcome
     assert outcome["result"] == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
     assert len(kernel_objects(small_disk / "cache")) == outcome["kernels_compiled"] >= 1
+
+
+def test_a_read_only_cache_loads_its_kernels_and_compiles_the_rest_without_it(own_disk):
+    # A cache filled once, then mounted read-only (as a cache built into a
+    # container image is): its entries load without their locks, and a kernel
+    # it lacks compiles in a temporary folder, with one warning.
+    cache = own_disk / "cache"
+    filled = finish(run_model(cache))
+    assert filled["kernels_compiled"] >= 1
+    subprocess.run(["mount", "-o", "remount,ro", str(own_disk)], check=True)
+    try:
+        process = run_model(cache)
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        again = json.loads(stdout.strip().splitlines()[-1])
+        assert again["loss"] == filled["loss"]
+        assert again["kernels_compiled"] == 0 and again["disk_hits"] == filled["kernels_compiled"]
+        assert "cannot be written" not in stderr, stderr
+
+        process = run_model(cache, code=MODEL.replace("z.amax(1).mean()", "z.sin().amax(1).mean() + z.cos().sum()"))
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        more = json.loads(stdout.strip().splitlines()[-1])
+        assert more["kernels_compiled"] >= 2 and more["disk_hits"] >= 1
+        assert stderr.count("cannot be written") == 1 and "Read-only file system" in stderr, stderr
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(own_disk)], check=True)

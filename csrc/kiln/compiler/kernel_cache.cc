@@ -388,11 +388,47 @@ StatusOr<void*> KernelCache::load_through_disk(const KernelSource& source, const
     Status refused = check_entry_folders(options_.directory, paths.folder);
     if (!refused.ok()) return refused.with_context("loading kernel '" + source.name + "'");
   }
+  // The entry's files, loaded if they are private to this user and match
+  // their metadata. A refusal is returned as an error with `problem` empty; a
+  // damaged entry sets `problem`.
+  auto open_verified = [&](std::string& problem) -> StatusOr<void*> {
+    for (const auto& [path, what] :
+         {std::pair{paths.object, "kernel object"}, std::pair{paths.metadata, "kernel cache entry"}}) {
+      if (::access(path.c_str(), F_OK) != 0) continue;  // a missing file is damage, found below
+      Status refused = check_private(path, what);
+      if (!refused.ok()) return refused.with_context("loading kernel '" + source.name + "'");
+    }
+    problem = verify_entry(paths);
+    if (!problem.empty()) return internal_error(problem);
+    StatusOr<void*> entry = open_entry(paths.object, source.entry_symbol);
+    if (!entry.ok()) {
+      problem = entry.status().message();
+      return entry;
+    }
+    touch(paths.object);
+    disk_hits_.fetch_add(1, std::memory_order_relaxed);
+    return entry;
+  };
   StatusOr<FileLock> lock = ready.ok() ? FileLock::acquire(paths.lock) : StatusOr<FileLock>(ready);
   if (!lock.ok()) {
-    KILN_LOG(kWarning, "the kernel cache in " + options_.directory + " is unusable (" +
-                           lock.status().message() + "); compiling '" + source.name +
-                           "' without it");
+    // A cache this process may not write (a read-only mount, such as a cache
+    // built into a container image): no one changes its entries through this
+    // mount, so they load without the lock. A kernel it lacks compiles in a
+    // temporary folder, as for a cache that cannot be used at all.
+    std::string problem;
+    if (ready.ok() && ::access(paths.folder.c_str(), W_OK) != 0 && ::access(paths.object.c_str(), F_OK) == 0) {
+      StatusOr<void*> entry = open_verified(problem);
+      if (entry.ok() || problem.empty()) return entry;
+    }
+    if (!warned_unusable_.exchange(true)) {
+      KILN_LOG(kWarning, "the kernel cache in " + options_.directory + " cannot be written (" +
+                             lock.status().message() +
+                             "); kernels it lacks are compiled without it, in temporary folders");
+    }
+    if (!problem.empty()) {
+      KILN_LOG(kWarning, "kernel cache entry " + paths.object + " of '" + source.name + "' is damaged (" +
+                             problem + "); compiling it without the cache");
+    }
     return load_without_disk(source, key, toolchain);
   }
   StatusOr<void*> entry = internal_error("unset");
@@ -400,22 +436,9 @@ StatusOr<void*> KernelCache::load_through_disk(const KernelSource& source, const
     FileLock held = std::move(lock.value());
     struct stat info;
     if (::stat(paths.object.c_str(), &info) == 0 || ::stat(paths.metadata.c_str(), &info) == 0) {
-      for (const auto& [path, what] :
-           {std::pair{paths.object, "kernel object"}, std::pair{paths.metadata, "kernel cache entry"}}) {
-        if (::access(path.c_str(), F_OK) != 0) continue;  // a missing file is damage, handled below
-        Status refused = check_private(path, what);
-        if (!refused.ok()) return refused.with_context("loading kernel '" + source.name + "'");
-      }
-      std::string problem = verify_entry(paths);
-      if (problem.empty()) {
-        entry = open_entry(paths.object, source.entry_symbol);
-        if (entry.ok()) {
-          touch(paths.object);
-          disk_hits_.fetch_add(1, std::memory_order_relaxed);
-          return entry;
-        }
-        problem = entry.status().message();
-      }
+      std::string problem;
+      entry = open_verified(problem);
+      if (entry.ok() || problem.empty()) return entry;
       KILN_LOG(kWarning, "kernel cache entry " + paths.object + " of '" + source.name +
                              "' is damaged (" + problem + "); rebuilding it");
       remove_entry_files(paths);

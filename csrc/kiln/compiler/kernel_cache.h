@@ -147,6 +147,7 @@ class KernelCache {
   std::atomic<uint64_t> disk_evictions_{0};
   std::atomic<uint64_t> stale_files_removed_{0};
   std::atomic<uint64_t> compile_nanoseconds_{0};
+  std::atomic<bool> warned_unusable_{false};  // the warning that the disk cache cannot be written, once
 };
 
 }  // namespace kiln

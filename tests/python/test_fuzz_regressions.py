@@ -78,3 +78,31 @@ def test_one_element_float32_fill_checks_that_the_value_fits(function):
     # Kiln cast every one-element float fill (giving inf), as the CPU's fast
     # path does only for float16 and bfloat16; float32 raises on the CPU.
     assert_same_outcome(function)
+
+
+@pytest.mark.parametrize("function", [torch.softmax, torch.log_softmax])
+@pytest.mark.parametrize("dim", [-3, -1])
+def test_softmax_of_an_empty_integer_tensor_is_empty(function, dim):
+    # The CPU returns before its kernel checks the dtype; kiln raised
+    # NotImplementedError.
+    assert_same_outcome(lambda device: function(torch.ones(0, 1, 1, dtype=torch.int64, device=device), dim))
+    assert_same_outcome(lambda device: function(torch.ones(2, 1, dtype=torch.int64, device=device), dim + 1))
+
+
+@pytest.mark.parametrize("shape, dim, index", [
+    ((0, 1), -2, [0]),   # an empty self whose indexed dim is empty
+    ((1, 0), 0, [1]),    # an empty self, the index out of range
+    ((1, 0), 0, [0]),    # an empty self, the index in range: an empty result
+    ((1, 1), -1, [-1]),  # dim 1 of rank 2 or more: the CPU's fast path checks
+    ((2, 3, 1), 1, [3]),
+    ((2, 3), 0, [5]),    # other dims keep IndexError
+    ((0,), 0, [0]),      # as does rank 1
+])
+def test_index_select_raises_the_cpus_error_for_each_path(shape, dim, index):
+    # The CPU raises RuntimeError (not IndexError) for an empty self of rank 2
+    # or more and on its fast path for dim 1; kiln raised IndexError.
+    assert_same_outcome(lambda device: torch.index_select(
+        torch.ones(shape, device=device), dim, torch.tensor(index, device=device)))
+    assert_same_outcome(lambda device: torch.index_select(
+        torch.ones(shape, device=device), dim, torch.tensor(index, device=device),
+        out=torch.empty(0, device=device)))

@@ -120,8 +120,24 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   at::native::resize_output(out, sizes);
   if (count == 0) return out;
   at::Tensor device_index = on_device(index, self);
-  check_index_bounds(op_name, device_index, {size_at(self, dim), /*wraps=*/false},
-                     ErrorType::kIndexError, [](int64_t) { return std::string("index out of range in self"); });
+  // The CPU's checks (found by tests/python/op_fuzz.py): for self of rank 2
+  // or more, an empty self (whose result is empty too) and the fast path for
+  // dim 1 into a contiguous result check every index with a RuntimeError
+  // naming it (an empty indexed dim first); other cases raise IndexError.
+  const int64_t size = size_at(self, dim);
+  const bool empty_self = self.dim() > 1 && self.numel() == 0;
+  if (empty_self) TORCH_CHECK(size > 0, "index_select(): self indexing axis dim should be positive");
+  if (empty_self || (self.dim() > 1 && dim == 1 && out.is_contiguous())) {
+    check_index_bounds(op_name, device_index, {size, /*wraps=*/false}, ErrorType::kRuntimeError,
+                       [size](int64_t index) {
+                         return "INDICES element is out of DATA bounds, id=" + std::to_string(index) +
+                                " axis_dim=" + std::to_string(size);
+                       });
+    if (empty_self) return out;
+  } else {
+    check_index_bounds(op_name, device_index, {size, /*wraps=*/false}, ErrorType::kIndexError,
+                       [](int64_t) { return std::string("index out of range in self"); });
+  }
   const int64_t rank = self.dim();
   c10::DimVector index_strides(rank, 0);
   if (rank > 0 && device_index.dim() == 1) index_strides[dim] = device_index.stride(0);

@@ -106,3 +106,14 @@ def test_index_select_raises_the_cpus_error_for_each_path(shape, dim, index):
     assert_same_outcome(lambda device: torch.index_select(
         torch.ones(shape, device=device), dim, torch.tensor(index, device=device),
         out=torch.empty(0, device=device)))
+
+
+@pytest.mark.parametrize("shape, dim, index", [
+    ((0,), 0, [0]), ((0, 3), 0, [0]), ((3, 0), 1, [0]),  # the CPU raises
+    ((0, 3), 1, [0]), ((3, 0), 0, [0]), ((0,), 0, []),   # it does not
+])
+def test_index_fill_of_an_empty_tensor_raises_as_the_cpu(shape, dim, index):
+    # An index into an empty dim of an empty tensor: the CPU's view of self
+    # along dim needs storage self lacks and raises; kiln returned at once.
+    assert_same_outcome(lambda device: torch.zeros(shape, dtype=torch.bfloat16, device=device).index_fill(
+        dim, torch.tensor(index, dtype=torch.long, device=device), 0.5))

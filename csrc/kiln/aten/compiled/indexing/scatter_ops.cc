@@ -492,6 +492,17 @@ at::Tensor& index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index,
   at::Tensor target = self.dim() == 0 ? self.unsqueeze(-1) : self;
   dim = at::maybe_wrap_dim(dim, target.dim());
   TORCH_CHECK(index.dim() <= 1, "Index has to be a vector/scalar");
+  if (index.numel() > 0 && target.numel() == 0) {
+    // The CPU views self with index.numel() elements along dim (stride 0)
+    // before its kernel; over an empty self that view can need storage self
+    // lacks (an index into an empty dim), and as_strided raises the CPU's
+    // error (found by tests/python/op_fuzz.py).
+    c10::DimVector sizes(target.sizes().begin(), target.sizes().end());
+    c10::DimVector strides(target.strides().begin(), target.strides().end());
+    sizes[dim] = index.numel();
+    strides[dim] = 0;
+    (void)target.as_strided(sizes, strides);
+  }
   // The CPU kernel converts the value to self's dtype even when there is
   // nothing to fill, and before it reads an index: one that does not fit
   // raises first (found by tests/python/op_fuzz.py).

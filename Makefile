@@ -10,6 +10,10 @@
 # make models-page  only re-renders docs/models.md from bench/results/suite.json
 # make fuzz-adaptive  runs FUZZ_PROGRAMS random op programs with adaptive eager off and on and compares
 #             every result bit for bit (tests/python/adaptive_fuzz.py; CI runs 50)
+# make fuzz   runs the differential fuzzer against the CPU (tests/python/op_fuzz.py: random ops from
+#             kiln's native set, shapes, strides, dtypes and edge-case scalars, on kiln and on the CPU)
+#             for FUZZ_SECONDS (default 600), or one round of FUZZ_EXAMPLES cases per op family, from
+#             FUZZ_SEED; CI runs 150 derandomized cases per family (tests/python/test_op_fuzz.py)
 VENV ?= $(HOME)/.cache/kiln/venv
 BUILD ?= build
 PYTHON := $(VENV)/bin/python
@@ -76,6 +80,14 @@ FUZZ_SEED ?= 0
 
 fuzz-adaptive: setup
 	$(PYTHON) tests/python/adaptive_fuzz.py --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED)
+
+FUZZ_SECONDS ?=
+FUZZ_EXAMPLES ?=
+
+.PHONY: fuzz
+fuzz: setup
+	$(PYTHON) tests/python/op_fuzz.py --seed $(FUZZ_SEED) $(if $(FUZZ_SECONDS),--seconds $(FUZZ_SECONDS)) \
+		$(if $(FUZZ_EXAMPLES),--examples $(FUZZ_EXAMPLES))
 
 clean:
 	rm -rf $(BUILD) python/torch_kiln/_C*.so

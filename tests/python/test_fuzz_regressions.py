@@ -117,3 +117,42 @@ def test_index_fill_of_an_empty_tensor_raises_as_the_cpu(shape, dim, index):
     # along dim needs storage self lacks and raises; kiln returned at once.
     assert_same_outcome(lambda device: torch.zeros(shape, dtype=torch.bfloat16, device=device).index_fill(
         dim, torch.tensor(index, dtype=torch.long, device=device), 0.5))
+
+
+@pytest.mark.parametrize("threshold, value", [(0.5, 3.4e38), (3.4e38, 0.5), (0.5, 1.0)])
+def test_threshold_checks_that_the_value_fits_float16(threshold, value):
+    # The CPU converts the value (not the threshold) to float16 with its
+    # overflow check; kiln computed with the value as float32.
+    assert_same_outcome(lambda device: torch.nn.functional.threshold(
+        torch.full((2,), 4.62, dtype=torch.float16, device=device), threshold, value))
+
+
+@pytest.mark.parametrize("dtype, value", [(torch.int8, 255), (torch.float16, 1e10), (torch.int8, 7)])
+def test_fill_of_an_empty_tensor_checks_that_the_value_fits(dtype, value):
+    # Kiln returned before converting the value; the CPU raises for an empty
+    # tensor as for any other.
+    assert_same_outcome(lambda device: torch.empty(0, dtype=dtype, device=device).fill_(value))
+
+
+@pytest.mark.parametrize("out_dtype", [torch.int64, torch.bool, torch.float16])
+@pytest.mark.parametrize("dim", [[], 0])
+def test_mean_into_an_integral_out_raises(out_dtype, dim):
+    # The CPU sums into out= and divides it in place, which an integral or
+    # bool out cannot take; kiln wrote the truncated mean.
+    assert_same_outcome(lambda device: torch.mean(
+        torch.full((1, 1, 1), 4.62, device=device), dim=dim, out=torch.empty(0, dtype=out_dtype, device=device)))
+
+
+@pytest.mark.parametrize("shape, index, alpha", [
+    ((1, 1), [-1], 2),   # rank 2, alpha other than 1: IndexError
+    ((3, 4), [3], 0.5),
+    ((3, 4), [3], 1),    # rank 2, alpha 1: RuntimeError naming the index
+    ((0,), [0], 1),      # rank 1, empty: IndexError
+    ((), [1], 1),        # rank 0: IndexError
+    ((0, 4), [5], 2),    # rank 2, empty: nothing checked
+])
+def test_index_add_raises_the_cpus_error_for_each_path(shape, index, alpha):
+    source_shape = (len(index),) + shape[1:] if shape else ()
+    assert_same_outcome(lambda device: torch.index_add(
+        torch.ones(shape, device=device), 0, torch.tensor(index, device=device),
+        torch.ones(source_shape, device=device), alpha=alpha))

@@ -65,13 +65,14 @@ void fill_dense(char* data, const char* value, size_t element_size, size_t count
 }
 
 at::Tensor& launch_fill(at::Tensor& self, const c10::Scalar& value, const char* name) {
-  if (self.numel() == 0) return self;
   at::Tensor target = self;  // keeps the memory alive until the fill ran
   Status status;
   // Convert in the caller, so a value that does not fit the dtype raises here
-  // (as on the CPU) and nothing is queued.
+  // (as on the CPU, an empty tensor included: found by tests/python/op_fuzz.py)
+  // and nothing is queued.
   AT_DISPATCH_V2(self.scalar_type(), "kiln_fill", AT_WRAP([&] {
     scalar_t converted = convert_fill_value<scalar_t>(value, self.numel());
+    if (self.numel() == 0) return;
     size_t bytes = target.nbytes();
     if (target.is_non_overlapping_and_dense()) {
       status = stream_of(self).launch(name, bytes, [target, converted]() {

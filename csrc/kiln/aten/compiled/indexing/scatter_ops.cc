@@ -421,12 +421,24 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   at::assert_no_overlap(out, index);
   at::assert_no_overlap(out, source);
   if (!out.is_same(self)) copy_tensor(op_name, out, self);
-  if (index.numel() == 0 || out.numel() == 0) return out;
+  // The CPU's three paths (found by tests/python/op_fuzz.py): a self of rank
+  // 0 or 1 checks every index against its numel, empty or not, with an
+  // IndexError; a larger one returns when empty, and checks with a
+  // RuntimeError naming the index when alpha is 1 (its fast path), an
+  // IndexError otherwise.
+  const bool vector = self.dim() <= 1;
+  if (index.numel() == 0 || (!vector && out.numel() == 0)) return out;
   at::Tensor device_index = on_device(index, self);
-  const int64_t size = size_at(self, dim);
-  check_index_bounds(op_name, device_index, {size, /*wraps=*/false}, ErrorType::kRuntimeError,
-                     out_of_bounds_message(dim, size));
+  const int64_t size = vector ? self.numel() : size_at(self, dim);
   bool unit = alpha.isIntegral(true) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0;
+  if (vector || !unit) {
+    check_index_bounds(op_name, device_index, {size, /*wraps=*/false}, ErrorType::kIndexError,
+                       [](int64_t) { return std::string("index out of range in self"); });
+  } else {
+    check_index_bounds(op_name, device_index, {size, /*wraps=*/false}, ErrorType::kRuntimeError,
+                       out_of_bounds_message(dim, size));
+  }
+  if (out.numel() == 0) return out;
   index_along_kernel(op_name, source.sizes(), out, dim, device_index, &source, nullptr,
                      Reduce::kSum, unit ? nullptr : &alpha, /*wraps=*/false);
   return out;

@@ -110,6 +110,10 @@ at::Tensor sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
 at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
   structured<at::meta::structured_mean_dim>(&out, [&](const at::Tensor& result) {
+    // The CPU sums into `out` and divides it in place: an integral or bool
+    // out= cannot take the quotient (found by tests/python/op_fuzz.py).
+    TORCH_CHECK(at::isFloatingType(result.scalar_type()) || at::isComplexType(result.scalar_type()),
+                "result type Float can't be cast to the desired output type ", result.scalar_type());
     fold("aten::mean.out", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), result, true);
   }, self, dim, keepdim, dtype);
   return out;

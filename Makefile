@@ -1,5 +1,8 @@
 # make demo   sets up, builds, and evaluates the example transformer with kiln-eval
-# make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites
+# make test   sets up, builds, and runs the GoogleTest (CTest) and pytest suites, then the GoogleTests
+#             again under AddressSanitizer + UndefinedBehaviorSanitizer (their own build folder)
+# make sanitize  the GoogleTests under ASan + UBSan and under ThreadSanitizer, and a pytest subset with
+#             torch_kiln._C built with ASan + UBSan (scripts/sanitize.sh; docs/guides/sanitizers.md)
 # make bench  runs the benchmarks of bench/ (not part of the tests), each in its own process,
 #             writes their JSON to bench/results/ and re-renders docs/performance.md (about 30 min;
 #             run it on a quiet machine: the figures are stamped with the machine and its load)
@@ -20,7 +23,7 @@ PYTHON := $(VENV)/bin/python
 export KILN_VENV := $(VENV)
 export KILN_BUILD_DIR := $(abspath $(BUILD))
 
-.PHONY: setup demo test test-cpp test-python bench performance operators suite models-page fuzz-adaptive clean
+.PHONY: setup demo test test-cpp test-python test-sanitized sanitize bench performance operators suite models-page fuzz-adaptive clean
 
 setup:
 	@scripts/setup.sh
@@ -29,13 +32,19 @@ demo: setup
 	$(VENV)/bin/kiln-eval examples/transformer.py --output kiln-eval-reports/transformer
 
 test: setup
-	@$(MAKE) --no-print-directory test-cpp test-python
+	@$(MAKE) --no-print-directory test-cpp test-python test-sanitized
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure
 
 test-python:
 	$(PYTHON) -m pytest -q -n auto tests/python
+
+test-sanitized:
+	scripts/sanitize.sh gtests
+
+sanitize: setup
+	scripts/sanitize.sh all
 
 BENCH_RESULTS ?= bench/results
 
@@ -90,4 +99,4 @@ fuzz: setup
 		$(if $(FUZZ_EXAMPLES),--examples $(FUZZ_EXAMPLES))
 
 clean:
-	rm -rf $(BUILD) python/torch_kiln/_C*.so
+	rm -rf $(BUILD) build-sanitize python/torch_kiln/_C*.so

@@ -156,3 +156,18 @@ def test_index_add_raises_the_cpus_error_for_each_path(shape, index, alpha):
     assert_same_outcome(lambda device: torch.index_add(
         torch.ones(shape, device=device), 0, torch.tensor(index, device=device),
         torch.ones(source_shape, device=device), alpha=alpha))
+
+
+@pytest.mark.parametrize("shape, keywords", [
+    ((), {}),
+    ((1,), {"ord": 3}),
+    ((2, 1), {"dim": 1}),
+    ((2, 1), {"dim": -1, "keepdim": True, "ord": 0}),
+    ((1, 2), {"dim": 0, "dtype": torch.float64}),
+    ((2, 2), {"dim": 0}),  # two elements: inf on both, x*x overflows
+])
+def test_vector_norm_over_single_elements_is_their_absolute_value(shape, keywords):
+    # The CPU takes |x| where every reduced dim has size 1; kiln squared
+    # float32's largest value and got inf.
+    assert_same_outcome(lambda device: torch.linalg.vector_norm(
+        torch.full(shape, -3.4028234663852886e38, device=device), **keywords))

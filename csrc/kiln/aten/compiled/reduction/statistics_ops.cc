@@ -7,11 +7,14 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ne.h>
 #include <ATen/ops/linalg_vector_norm_meta.h>
 #include <ATen/ops/norm_meta.h>
 #include <c10/core/DefaultDtype.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -168,6 +171,25 @@ const char* norm_key(NormKind kind) {
 void vector_norm_into(const char* op_name, const at::Tensor& self, double ord,
                       at::OptionalIntArrayRef dim, const at::Tensor& out) {
   const NormKind kind = norm_kind(ord);
+  // ATen's linalg_vector_norm_out: when every reduced dim has size 1 (a 0-dim
+  // tensor included), the norm is |x| (x != 0 for ord 0), converted to the
+  // result's dtype first, never x*x: the 2-norm of float32's largest value
+  // is that value, not inf (found by tests/python/op_fuzz.py).
+  const c10::DimVector reduced = reduced_dims(self, dim);
+  const bool single_elements = self.dim() == 0 ||
+      std::all_of(reduced.begin(), reduced.end(), [&](int64_t d) { return self.size(d) == 1; });
+  if (single_elements) {
+    at::Tensor source = out.dim() == self.dim() ? self : self.squeeze(reduced);
+    if (!source.is_complex() && source.scalar_type() != out.scalar_type()) {
+      source = source.to(out.scalar_type());
+    }
+    if (kind == NormKind::kZero) {
+      at::ne_out(const_cast<at::Tensor&>(out), source, 0);
+    } else {
+      at::abs_out(const_cast<at::Tensor&>(out), source);
+    }
+    return;
+  }
   DType result_dtype = require_ir_dtype(out.scalar_type(), op_name);
   DType compute = ir::compute_dtype(result_dtype);
   ReductionSpec spec;

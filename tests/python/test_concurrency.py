@@ -20,6 +20,8 @@ TOLERANCE = dict(rtol=1e-4, atol=1e-5)
 
 
 def small_model(seed):
+    """A model with weights from `seed`. It seeds PyTorch's global generator, so
+    call it from one thread only: threads build their models before they start."""
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.GELU(), torch.nn.LayerNorm(HIDDEN),
@@ -67,6 +69,7 @@ def test_threads_training_on_their_own_streams_match_the_cpu(threads):
     for seed in range(threads):
         model = small_model(seed)
         references[seed] = (model, train(model, batches(seed), "cpu"))
+    models = {seed: small_model(seed) for seed in range(threads)}
     results, errors = {}, []
     start = threading.Barrier(threads)
 
@@ -75,7 +78,7 @@ def test_threads_training_on_their_own_streams_match_the_cpu(threads):
             stream = torch.kiln.Stream()
             with torch.kiln.stream(stream):
                 assert torch.kiln.current_stream() == stream
-                model = small_model(seed).to("kiln")
+                model = models[seed].to("kiln")
                 data = batches(seed)
                 start.wait(timeout=60)  # every thread trains at the same time
                 losses = train(model, data, "kiln")
@@ -100,11 +103,12 @@ def test_threads_sharing_the_default_stream_match_the_cpu():
     """Without streams of their own, threads queue on the default stream together."""
     references = {seed: small_model(seed) for seed in range(3)}
     expected = {seed: train(model, batches(seed), "cpu") for seed, model in references.items()}
+    models = {seed: small_model(seed) for seed in references}
     results, errors = {}, []
 
     def work(seed):
         try:
-            model = small_model(seed).to("kiln")
+            model = models[seed].to("kiln")
             results[seed] = (model, train(model, batches(seed), "kiln"))
         except Exception as error:
             errors.append((seed, repr(error)))
@@ -133,12 +137,13 @@ def test_threads_training_compiled_models_on_their_own_streams_match_the_cpu():
     for seed in range(threads):
         model = small_model(seed)
         references[seed] = (model, train(model, batches(seed, steps), "cpu"))
+    models = {seed: small_model(seed) for seed in range(threads)}
     results, errors = {}, []
 
     def work(seed):
         try:
             with torch.kiln.stream(torch.kiln.Stream()):
-                model = small_model(seed).to("kiln")
+                model = models[seed].to("kiln")
                 compiled = torch.compile(model, backend="kiln", dynamic=False)
                 results[seed] = (model, train_with(compiled, model, batches(seed, steps)))
         except Exception as error:

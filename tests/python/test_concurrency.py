@@ -216,6 +216,26 @@ def test_dataloader_workers_feed_pinned_non_blocking_copies_intact():
     assert_same_training(model, torch.stack(losses).cpu(), reference, torch.stack(reference_losses))
 
 
+
+def test_a_pinned_batch_dropped_before_its_copy_ran_is_not_overwritten_by_the_next():
+    """The DataLoader loop's pattern at its worst: each pinned batch is dropped
+    right after its non_blocking copy is queued behind slow work, and the next
+    batch is pinned at once, the same size (the block a careless cache would
+    hand out again while the copy has not read it yet)."""
+    elements = 1 << 18  # 1 MiB
+    busy = torch.randn(512, 512, device="kiln")
+    copies, queued_behind_work = [], 0
+    for index in range(12):
+        for _ in range(3):
+            busy = (busy @ busy).div_(512)  # work ahead of the copy on the stream
+        pinned = torch.full((elements,), float(index)).pin_memory()
+        copies.append(pinned.to("kiln", non_blocking=True))
+        queued_behind_work += not torch.kiln.current_stream().query()
+        del pinned
+    assert queued_behind_work > 0, "every copy ran at once: this test checked nothing"
+    for index, copied in enumerate(copies):
+        assert torch.equal(copied.cpu(), torch.full((elements,), float(index))), f"batch {index} overwritten"
+
 # ------------------------------------------------------------ fork and spawn
 
 def test_parent_keeps_computing_while_a_forked_child_lives_and_after_it_exits():

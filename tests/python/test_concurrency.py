@@ -2,11 +2,8 @@
 at once, each on a stream of its own; a DataLoader whose worker processes feed
 pinned batches to non_blocking copies; and a process that forks after using
 kiln. Each is compared with the same work on the CPU."""
-import copy
-import os
 import subprocess
 import sys
-import textwrap
 import threading
 
 import pytest

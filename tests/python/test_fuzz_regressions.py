@@ -171,3 +171,27 @@ def test_vector_norm_over_single_elements_is_their_absolute_value(shape, keyword
     # float32's largest value and got inf.
     assert_same_outcome(lambda device: torch.linalg.vector_norm(
         torch.full(shape, -3.4028234663852886e38, device=device), **keywords))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("weight_is_tensor", [True, False])
+def test_lerp_does_not_overflow_where_the_cpus_fused_multiply_add_does_not(dtype, weight_is_tensor):
+    # lerp(4.62, max, -1) = max - 2 * (max - 4.62): the CPU's fused
+    # multiply-add gives -max; kiln rounded the product first and got -inf.
+    largest = torch.finfo(dtype).max
+
+    def lerp(device):
+        start = torch.full((3,), 4.62, dtype=dtype, device=device)
+        end = torch.full((3,), largest, dtype=dtype, device=device)
+        weight = torch.full((3,), -1.0, dtype=dtype, device=device) if weight_is_tensor else -1.0
+        return torch.lerp(start, end, weight)
+    assert_same_outcome(lerp)
+
+
+def test_lerp_of_float32_matches_the_cpu_bit_for_bit():
+    generator = torch.Generator().manual_seed(0)
+    start, end = (torch.randn(4096, generator=generator) * 100 for _ in range(2))
+    weight = torch.rand(4096, generator=generator) * 3 - 1
+    expected = torch.lerp(start, end, weight)
+    actual = torch.lerp(start.to("kiln"), end.to("kiln"), weight.to("kiln")).cpu()
+    assert torch.equal(actual, expected)

@@ -102,18 +102,29 @@ c10::Device where_device(const at::Tensor& condition, const at::Tensor& self,
 
 // ---- lerp ----
 
+// ATen's CPU lerp, as its vectorized kernel computes it: base + coefficient *
+// (end - start), with (start, weight) for |weight| < 0.5 and (end, weight - 1)
+// otherwise, in one fused multiply-add (the scalar form contracts to the
+// same). The product can exceed the range where the result does not
+// (lerp(4.6, FLT_MAX, -1) is -FLT_MAX): for float32 it is taken in double,
+// which holds a float product exactly, and rounded once to float (found by
+// tests/python/op_fuzz.py; kernels are otherwise built without contraction).
 std::vector<ir::ValueId> lerp_value(PointwiseContext& context, ir::ValueId weight) {
+  ir::Builder& builder = context.builder;
   ir::ValueId start = context.promoted(0);
   ir::ValueId end = context.promoted(1);
   ir::ValueId difference = context.binary(OpCode::kSubtract, end, start);
   ir::ValueId small = context.binary(OpCode::kLess, context.unary(OpCode::kAbs, weight),
                                      context.constant(0.5));
-  ir::ValueId from_start =
-      context.binary(OpCode::kAdd, start, context.binary(OpCode::kMultiply, weight, difference));
-  ir::ValueId complement = context.binary(OpCode::kSubtract, context.constant(1.0), weight);
-  ir::ValueId from_end = context.binary(
-      OpCode::kSubtract, end, context.binary(OpCode::kMultiply, difference, complement));
-  return {context.builder.select(small, from_start, from_end)};
+  ir::ValueId coefficient =
+      builder.select(small, weight, context.binary(OpCode::kSubtract, weight, context.constant(1.0)));
+  ir::ValueId base = builder.select(small, start, end);
+  if (builder.dtype_of(start) == ir::DType::kFloat32) {
+    auto wide = [&builder](ir::ValueId value) { return builder.cast(value, ir::DType::kFloat64); };
+    ir::ValueId product = context.binary(OpCode::kMultiply, wide(coefficient), wide(difference));
+    return {builder.cast(context.binary(OpCode::kAdd, wide(base), product), ir::DType::kFloat32)};
+  }
+  return {context.binary(OpCode::kAdd, base, context.binary(OpCode::kMultiply, coefficient, difference))};
 }
 
 template <typename Meta>

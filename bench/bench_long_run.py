@@ -20,7 +20,8 @@ keeps cached), and samples:
   live_objects       len(gc.get_objects()): Python objects the collector tracks
 
 The drift is measured over the samples from the warm-up's end (--warmup
-steps, default 10 % of --steps and at least 100) to the last: the change
+steps; by default 10 % of --steps and at least 100, or half of a run shorter
+than 200 steps) to the last: the change
 between the first and the last of them, their range (max - min) and a
 least-squares slope per 1000 steps. A mode passes when
 
@@ -193,7 +194,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--every", type=int, default=50, help="steps between samples")
     parser.add_argument("--warmup", type=int, help="steps before the drift is measured "
-                                                    "(default: 10 %% of --steps, at least 100)")
+                                                    "(default: 10 %% of --steps, at least 100; half below 200)")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per mode's process")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")

@@ -195,3 +195,24 @@ def test_lerp_of_float32_matches_the_cpu_bit_for_bit():
     expected = torch.lerp(start, end, weight)
     actual = torch.lerp(start.to("kiln"), end.to("kiln"), weight.to("kiln")).cpu()
     assert torch.equal(actual, expected)
+
+
+@pytest.mark.parametrize("shape, index, accumulate", [
+    ((1, 0), [1], False), ((1, 0), [1], True), ((2, 0), [5], False),  # nothing to write: no error
+    ((0, 3), [1], False), ((0, 0), [1], False), ((3,), [5], True),     # errors on both
+])
+def test_index_put_and_index_read_no_index_when_nothing_is_written(shape, index, accumulate):
+    # The CPU checks an index as its kernel reaches it; kiln checked them all
+    # first and raised for an empty slice.
+    assert_same_outcome(lambda device: torch.zeros(shape, device=device).index_put(
+        (torch.tensor(index, device=device),), torch.ones(1, device=device), accumulate=accumulate))
+    assert_same_outcome(lambda device: torch.zeros(shape, device=device)[torch.tensor(index, device=device)])
+
+
+@pytest.mark.parametrize("out_dtype", [torch.int64, torch.bool, torch.float16])
+@pytest.mark.parametrize("rows", [0, 2])
+def test_nansum_into_an_integral_out_raises_not_implemented(out_dtype, rows):
+    # The CPU's kernel dispatches on the result's dtype (floating only) when
+    # there is something to sum; kiln summed into it.
+    assert_same_outcome(lambda device: torch.nansum(
+        torch.ones(rows, 1, device=device), dim=[], out=torch.empty(0, dtype=out_dtype, device=device)))

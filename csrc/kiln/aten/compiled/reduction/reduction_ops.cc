@@ -160,6 +160,11 @@ at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
               c10::toString(out.scalar_type()), " and ", c10::toString(result), ".");
   c10::DimVector reduced = reduced_dims(self, dim);
   at::native::resize_output(out, reduced_shape(self, reduced, keepdim));
+  // The CPU kernel dispatches on the result's dtype, floating types only, once
+  // there is something to sum (found by tests/python/op_fuzz.py).
+  TORCH_CHECK_NOT_IMPLEMENTED(self.numel() == 0 || at::isFloatingType(out.scalar_type()) ||
+                                  at::isComplexType(out.scalar_type()),
+                              "\"nansum_cpu\" not implemented for '", c10::toString(out.scalar_type()), "'");
   fold_skipping_nan("aten::nansum.out", self, reduced, out);
   return out;
 }

@@ -216,3 +216,35 @@ def test_nansum_into_an_integral_out_raises_not_implemented(out_dtype, rows):
     # there is something to sum; kiln summed into it.
     assert_same_outcome(lambda device: torch.nansum(
         torch.ones(rows, 1, device=device), dim=[], out=torch.empty(0, dtype=out_dtype, device=device)))
+
+
+SCALAR_OPERATIONS = {
+    "add": torch.add, "sub": torch.sub, "remainder": torch.remainder, "fmod": torch.fmod, "eq": torch.eq,
+    "lt": torch.lt, "xlogy": torch.xlogy, "mul": torch.mul, "div": torch.div, "floor_divide": torch.floor_divide,
+    "div_trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"), "pow": torch.pow,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("scalar", [0.1, 1 / 3, 1.1, 1e5, 3.4e38])
+@pytest.mark.parametrize("name", sorted(SCALAR_OPERATIONS))
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_half_precision_ops_read_a_python_scalar_as_the_cpu_does(dtype, scalar, name, scalar_first):
+    # ATen's CPU kernels convert a Python scalar to a float16/bfloat16
+    # tensor's dtype, except the second operand of mul and the divisions,
+    # whose original value they keep: half(-inf) + 3.4e38 is NaN and
+    # fmod(half(5), 0.1) is 0.00122 on the CPU. Kiln kept every scalar's
+    # original value; now the results agree bit for bit.
+    operation = SCALAR_OPERATIONS[name]
+    values = [torch.tensor(0.1, dtype=dtype).item(), 1e-3, -2.0, 5.0, 0.3, 0.7, 1.1, 1 / 3, float("-inf"),
+              float("inf"), 0.0]
+
+    def run(device):
+        x = torch.tensor(values, dtype=dtype, device=device)
+        return operation(scalar, x) if scalar_first else operation(x, scalar)
+    expected, actual = outcome(run, "cpu"), outcome(run, "kiln")
+    if isinstance(expected, tuple):
+        assert actual == expected
+        return
+    assert torch.equal(expected.isnan(), actual.isnan())
+    assert torch.equal(expected[~expected.isnan()], actual[~actual.isnan()]), (expected, actual)

@@ -136,6 +136,14 @@ ir::ValueId PointwiseContext::promoted(int index) {
   return builder.cast(inputs[index], common);
 }
 
+ir::ValueId PointwiseContext::rounded(int index) {
+  if (input_is_scalar[index] && (common == ir::DType::kFloat16 || common == ir::DType::kBFloat16)) {
+    ir::ValueId as_float = builder.cast(inputs[index], ir::DType::kFloat32);
+    return builder.cast(builder.cast(as_float, common), ir::compute_dtype(common));
+  }
+  return promoted(index);
+}
+
 ir::ValueId PointwiseContext::scalar_as(int index, ir::DType dtype) {
   return builder.cast(scalars[index], ir::compute_dtype(dtype));
 }

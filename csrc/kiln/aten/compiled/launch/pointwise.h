@@ -34,6 +34,12 @@ struct PointwiseContext {
   // tensor operand, but a CPU scalar converted straight to the compute dtype,
   // as ATen's CPU and CUDA kernels use the scalar's original value.
   ir::ValueId promoted(int index);
+  // As promoted(), but a CPU scalar is first rounded to a float16 or
+  // bfloat16 common dtype (through float, as c10's conversion goes): ATen's
+  // CPU add, sub, remainder, fmod, comparisons and xlogy read the scalar
+  // converted to the tensor's dtype; only mul and the divisions keep its
+  // original value.
+  ir::ValueId rounded(int index);
   // Extra scalar `index` converted to `dtype`'s compute dtype.
   ir::ValueId scalar_as(int index, ir::DType dtype);
   ir::ValueId constant(double value) { return builder.constant(value, ir::compute_dtype(common)); }

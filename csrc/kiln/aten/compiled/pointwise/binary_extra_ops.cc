@@ -74,8 +74,8 @@ PointwiseBody log_add_exp(bool base_two) {
 // so the CPU rounds the logarithm before the product.
 PointwiseBody x_log(OpCode log) {
   return [log](PointwiseContext& c) -> std::vector<ValueId> {
-    ValueId x = c.promoted(0);
-    ValueId y = c.promoted(1);
+    ValueId x = c.rounded(0);  // a scalar rounded to a half type, as on the CPU
+    ValueId y = c.rounded(1);
     ValueId product = c.binary(OpCode::kMultiply, x, c.builder.cast(c.unary(log, y), c.common));
     ValueId zero = c.constant(0.0);
     ValueId finite_y = c.builder.select(c.binary(OpCode::kEqual, x, zero), zero, product);

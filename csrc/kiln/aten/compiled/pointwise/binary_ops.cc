@@ -39,6 +39,25 @@ PointwiseBody apply(OpCode op) {
   };
 }
 
+// With a float16 or bfloat16 tensor, a Python scalar rounded to its dtype
+// first, as the CPU's kernels for these ops read it (PointwiseContext::rounded;
+// found by tests/python/op_fuzz.py: half(-inf) + 3.4e38 is NaN on the CPU,
+// fmod(half(5), 0.1) is 0.00122).
+PointwiseBody apply_rounded(OpCode op) {
+  return [op](PointwiseContext& context) -> std::vector<ir::ValueId> {
+    return {context.binary(op, context.rounded(0), context.rounded(1))};
+  };
+}
+
+// mul and the divisions: ATen's CPU kernels read a scalar second operand's
+// original value (in float), but a scalar first operand is converted to the
+// tensor's dtype like any operand (torch.mul(0.1, half_x) rounds the 0.1).
+PointwiseBody apply_original_second(OpCode op) {
+  return [op](PointwiseContext& context) -> std::vector<ir::ValueId> {
+    return {context.binary(op, context.rounded(0), context.promoted(1))};
+  };
+}
+
 // Runs a binary op into `out` (undefined for the functional form) and returns
 // the result tensor.
 // The CPU kernel's name and dtype coverage, for ATen's NotImplementedError
@@ -69,14 +88,14 @@ at::Tensor run_with_alpha(const char* op_name, OpCode op, const at::Tensor& out,
   if (run_complex_binary(op_name, op == OpCode::kAdd ? "add" : "sub", iter, alpha)) return iter.output();
   bool unit = alpha.isIntegral(true) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0;
   if (unit) {
-    launch_pointwise(op_name, op == OpCode::kAdd ? "add" : "sub", iter, {}, apply(op));
+    launch_pointwise(op_name, op == OpCode::kAdd ? "add" : "sub", iter, {}, apply_rounded(op));
   } else {
     c10::Scalar scalars[] = {alpha};
     launch_pointwise(op_name, op == OpCode::kAdd ? "add_alpha" : "sub_alpha", iter, scalars,
                      [op](PointwiseContext& context) -> std::vector<ir::ValueId> {
-                       ir::ValueId scaled = context.binary(OpCode::kMultiply, context.promoted(1),
+                       ir::ValueId scaled = context.binary(OpCode::kMultiply, context.rounded(1),
                                                            context.scalar_as(0, context.common));
-                       return {context.binary(op, context.promoted(0), scaled)};
+                       return {context.binary(op, context.rounded(0), scaled)};
                      });
   }
   return iter.output();
@@ -84,14 +103,18 @@ at::Tensor run_with_alpha(const char* op_name, OpCode op, const at::Tensor& out,
 
 // Division with a rounding mode: none (true division), "trunc" or "floor".
 PointwiseBody divide_body(std::optional<c10::string_view> mode) {
-  if (!mode.has_value()) return apply(OpCode::kDivide);
-  if (*mode == "floor") return apply(OpCode::kFloorDivide);
+  if (!mode.has_value()) return apply_original_second(OpCode::kDivide);
+  if (*mode == "floor") return apply_original_second(OpCode::kFloorDivide);
   return [](PointwiseContext& context) -> std::vector<ir::ValueId> {
-    ir::ValueId quotient = context.binary(OpCode::kDivide, context.promoted(0), context.promoted(1));
-    if (ir::is_floating(context.common)) {
+    ir::ValueId quotient = context.binary(OpCode::kDivide, context.rounded(0), context.promoted(1));
+    if (ir::is_floating(context.common) && !context.input_is_scalar[1]) {
       // ATen's CPU kernel divides in the half type itself (c10::Half's operator/
       // rounds), then truncates: round the same way first.
       quotient = context.unary(OpCode::kTrunc, context.builder.cast(quotient, context.common));
+    } else if (ir::is_floating(context.common)) {
+      // By a CPU scalar it divides in float by the scalar's original value and
+      // truncates that (half(0.1) / 0.1 is 0; found by tests/python/op_fuzz.py).
+      quotient = context.unary(OpCode::kTrunc, quotient);
     }
     return {quotient};
   };
@@ -150,14 +173,14 @@ at::Tensor run_divide(const char* op_name, const at::Tensor& out, const at::Tens
 
 KILN_DEFINE_BINARY_WITH_ALPHA(add, OpCode::kAdd)
 KILN_DEFINE_BINARY_WITH_ALPHA(sub, OpCode::kSubtract)
-KILN_DEFINE_BINARY(mul, Config::kBinary, "mul", apply(OpCode::kMultiply))
-KILN_DEFINE_BINARY(div, Config::kFloat, "div", apply(OpCode::kDivide))
-KILN_DEFINE_BINARY(remainder, Config::kBinary, "remainder", apply(OpCode::kRemainder),
+KILN_DEFINE_BINARY(mul, Config::kBinary, "mul", apply_original_second(OpCode::kMultiply))
+KILN_DEFINE_BINARY(div, Config::kFloat, "div", apply_original_second(OpCode::kDivide))
+KILN_DEFINE_BINARY(remainder, Config::kBinary, "remainder", apply_rounded(OpCode::kRemainder),
                    "remainder_cpu", kNumericTypes)
-KILN_DEFINE_BINARY(fmod, Config::kBinary, "fmod", apply(OpCode::kFmod), "fmod_cpu", kNumericTypes)
-KILN_DEFINE_BINARY(floor_divide, Config::kBinary, "div_floor", apply(OpCode::kFloorDivide),
+KILN_DEFINE_BINARY(fmod, Config::kBinary, "fmod", apply_rounded(OpCode::kFmod), "fmod_cpu", kNumericTypes)
+KILN_DEFINE_BINARY(floor_divide, Config::kBinary, "div_floor", apply_original_second(OpCode::kFloorDivide),
                    "div_floor_cpu", kNumericTypes)
-KILN_DEFINE_BINARY(pow, Config::kBinary, "pow", apply(OpCode::kPower), "pow", kNumericTypes)
+KILN_DEFINE_BINARY(pow, Config::kBinary, "pow", apply_rounded(OpCode::kPower), "pow", kNumericTypes)
 KILN_DEFINE_BINARY(atan2, Config::kFloat, "atan2", apply(OpCode::kAtan2))
 KILN_DEFINE_BINARY(copysign, Config::kFloat, "copysign", apply(OpCode::kCopysign))
 KILN_DEFINE_BINARY(hypot, Config::kBinary, "hypot", apply(OpCode::kHypot),
@@ -174,12 +197,12 @@ KILN_DEFINE_BINARY(bitwise_left_shift, Config::kBinary, "shift_left", apply(OpCo
                    "lshift_cpu", kIntegralTypes)
 KILN_DEFINE_BINARY(bitwise_right_shift, Config::kBinary, "shift_right", apply(OpCode::kShiftRight),
                    "rshift_cpu", kIntegralTypes)
-KILN_DEFINE_BINARY(eq, Config::kComparison, "eq", apply(OpCode::kEqual))
-KILN_DEFINE_BINARY(ne, Config::kComparison, "ne", apply(OpCode::kNotEqual))
-KILN_DEFINE_BINARY(lt, Config::kComparison, "lt", apply(OpCode::kLess))
-KILN_DEFINE_BINARY(le, Config::kComparison, "le", apply(OpCode::kLessEqual))
-KILN_DEFINE_BINARY(gt, Config::kComparison, "gt", apply(OpCode::kGreater))
-KILN_DEFINE_BINARY(ge, Config::kComparison, "ge", apply(OpCode::kGreaterEqual))
+KILN_DEFINE_BINARY(eq, Config::kComparison, "eq", apply_rounded(OpCode::kEqual))
+KILN_DEFINE_BINARY(ne, Config::kComparison, "ne", apply_rounded(OpCode::kNotEqual))
+KILN_DEFINE_BINARY(lt, Config::kComparison, "lt", apply_rounded(OpCode::kLess))
+KILN_DEFINE_BINARY(le, Config::kComparison, "le", apply_rounded(OpCode::kLessEqual))
+KILN_DEFINE_BINARY(gt, Config::kComparison, "gt", apply_rounded(OpCode::kGreater))
+KILN_DEFINE_BINARY(ge, Config::kComparison, "ge", apply_rounded(OpCode::kGreaterEqual))
 KILN_DEFINE_BINARY(logical_and, Config::kComparison, "logical_and", apply(OpCode::kLogicalAnd))
 KILN_DEFINE_BINARY(logical_or, Config::kComparison, "logical_or", apply(OpCode::kLogicalOr))
 KILN_DEFINE_BINARY(logical_xor, Config::kComparison, "logical_xor", apply(OpCode::kLogicalXor))
@@ -190,17 +213,17 @@ KILN_DEFINE_BINARY(logical_xor, Config::kComparison, "logical_xor", apply(OpCode
 #define KILN_DEFINE_COMPARISON_SCALAR(name, op)                                                 \
   at::Tensor name##_scalar(const at::Tensor& self, const c10::Scalar& other) {                \
     return run("aten::" #name ".Scalar", #name, Config::kComparison, at::Tensor(), self,       \
-               at::native::wrapped_scalar_tensor(other), apply(op));             \
+               at::native::wrapped_scalar_tensor(other), apply_rounded(op));     \
   }                                                                                           \
   at::Tensor& name##_scalar_(at::Tensor& self, const c10::Scalar& other) {                    \
     run("aten::" #name "_.Scalar", #name, Config::kComparison, self, self,                    \
-        at::native::wrapped_scalar_tensor(other), apply(op));                    \
+        at::native::wrapped_scalar_tensor(other), apply_rounded(op));            \
     return self;                                                                              \
   }                                                                                           \
   at::Tensor& name##_scalar_out(const at::Tensor& self, const c10::Scalar& other,             \
                                 at::Tensor& out) {                                            \
     run("aten::" #name ".Scalar_out", #name, Config::kComparison, out, self,                  \
-        at::native::wrapped_scalar_tensor(other), apply(op));                    \
+        at::native::wrapped_scalar_tensor(other), apply_rounded(op));            \
     return out;                                                                               \
   }
 
@@ -216,7 +239,7 @@ KILN_DEFINE_COMPARISON_SCALAR(ge, OpCode::kGreaterEqual)
 // `2 % x`: remainder with a Scalar dividend, the number a launch scalar.
 at::Tensor remainder_scalar_tensor(const c10::Scalar& self, const at::Tensor& other) {
   return run("aten::remainder.Scalar_Tensor", "remainder", Config::kBinary, at::Tensor(),
-             at::native::wrapped_scalar_tensor(self), other, apply(OpCode::kRemainder),
+             at::native::wrapped_scalar_tensor(self), other, apply_rounded(OpCode::kRemainder),
              Coverage{"remainder_cpu", kNumericTypes});
 }
 

@@ -54,8 +54,10 @@ TOLERANCES = {
     torch.complex128: (1e-7, 1e-7),
 }
 
-FLOAT_SCALARS = [0.5, 2.0, -1.5, 0.0, -0.0, 1.0, -3.0, math.inf, -math.inf, math.nan, 5e-324, 1e-310,
-                 1e-45, 1e-40, 3.4e38, 65504.0, 1e20, 1.7976931348623157e308]
+# Exact in every float dtype, then values no float16/bfloat16 holds exactly
+# (how a kernel rounds the scalar shows), then the extremes.
+FLOAT_SCALARS = [0.5, 2.0, -1.5, 0.0, -0.0, 1.0, -3.0, 0.1, 1 / 3, -1.1, 1e5, math.inf, -math.inf, math.nan,
+                 5e-324, 1e-310, 1e-45, 1e-40, 3.4e38, 65504.0, 1e20, 1.7976931348623157e308]
 INT_SCALARS = [2, -3, 0, 1, -1, 7, 127, -128, 255, 1000, 2**31 - 1, -2**31, 2**63 - 1, -2**63]
 
 # Cases run by check_case() in this process (shrinking included), and how

@@ -248,3 +248,17 @@ def test_half_precision_ops_read_a_python_scalar_as_the_cpu_does(dtype, scalar, 
         return
     assert torch.equal(expected.isnan(), actual.isnan())
     assert torch.equal(expected[~expected.isnan()], actual[~actual.isnan()]), (expected, actual)
+
+
+@pytest.mark.parametrize("values", [[1e5], [1e5, 1.0], [70000.0, 1.0], [0.1, 0.2, 0.3]])
+@pytest.mark.parametrize("how", ["out", "dtype"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_mean_into_a_half_precision_result_sums_in_float32(values, how, dtype):
+    # The CPU sums and divides a float32 input in float32 and rounds the mean
+    # once; kiln converted the input to float16 first and overflowed to inf.
+    def mean(device):
+        source = torch.tensor(values, device=device)
+        if how == "out":
+            return torch.mean(source, dim=0, out=torch.empty(0, dtype=dtype, device=device))
+        return torch.mean(source, dim=0, dtype=dtype)
+    assert_same_outcome(mean)

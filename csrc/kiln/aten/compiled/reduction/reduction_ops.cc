@@ -107,6 +107,26 @@ at::Tensor sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   }, self, dim, keepdim, dtype);
 }
 
+namespace {
+
+// The mean into `result`. The CPU's mean into a float16/bfloat16 result of
+// another input dtype (out= or dtype=) sums and divides in float32 and
+// rounds the mean once; converting the input first overflowed (found by
+// tests/python/op_fuzz.py).
+void mean_into(const char* op_name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+               const at::Tensor& result) {
+  if ((result.scalar_type() == at::kHalf || result.scalar_type() == at::kBFloat16) &&
+      self.scalar_type() != result.scalar_type()) {
+    at::Tensor wide = at::empty(result.sizes(), result.options().dtype(at::kFloat));
+    fold(op_name, "mean", ReduceOp::kSum, self, reduced_dims(self, dim), wide, true);
+    convert_into(op_name, result, wide);
+    return;
+  }
+  fold(op_name, "mean", ReduceOp::kSum, self, reduced_dims(self, dim), result, true);
+}
+
+}  // namespace
+
 at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
   structured<at::meta::structured_mean_dim>(&out, [&](const at::Tensor& result) {
@@ -114,7 +134,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
     // out= cannot take the quotient (found by tests/python/op_fuzz.py).
     TORCH_CHECK(at::isFloatingType(result.scalar_type()) || at::isComplexType(result.scalar_type()),
                 "result type Float can't be cast to the desired output type ", result.scalar_type());
-    fold("aten::mean.out", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), result, true);
+    mean_into("aten::mean.out", self, dim, result);
   }, self, dim, keepdim, dtype);
   return out;
 }
@@ -122,7 +142,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
 at::Tensor mean(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                 std::optional<at::ScalarType> dtype) {
   return structured<at::meta::structured_mean_dim>(nullptr, [&](const at::Tensor& result) {
-    fold("aten::mean.dim", "mean", ReduceOp::kSum, self, reduced_dims(self, dim), result, true);
+    mean_into("aten::mean.dim", self, dim, result);
   }, self, dim, keepdim, dtype);
 }
 

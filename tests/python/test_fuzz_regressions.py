@@ -262,3 +262,15 @@ def test_mean_into_a_half_precision_result_sums_in_float32(values, how, dtype):
             return torch.mean(source, dim=0, out=torch.empty(0, dtype=dtype, device=device))
         return torch.mean(source, dim=0, dtype=dtype)
     assert_same_outcome(mean)
+
+
+@pytest.mark.parametrize("function", [torch.var, torch.std])
+def test_variance_into_outs_of_two_dtypes_in_turn(function):
+    # The first pass's kernel (the mean) converts the input to the result's
+    # dtype, but its cache key did not name that dtype: after a float64 out=,
+    # a float16 out= reused the float64 kernel (inf, not the CPU's NaN), and
+    # the reverse gave inf where 0 is due.
+    for out_dtype in (torch.float64, torch.float16, torch.float64, torch.bfloat16, torch.float32):
+        assert_same_outcome(lambda device: function(
+            torch.tensor([3.4028234663852886e38, 3.0e38], device=device)[:1].squeeze(), dim=[], correction=0,
+            out=torch.empty(0, dtype=out_dtype, device=device)))

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "kiln/aten/compiled/launch/ir_dtype.h"
 #include "kiln/aten/compiled/launch/pointwise.h"
@@ -78,7 +79,12 @@ void variance_into(const char* op_name, const at::Tensor& self, c10::IntArrayRef
     ir::ValueId sum = builder.cast(builder.accumulator(), DType::kFloat64);
     return {builder.binary(OpCode::kDivide, sum, context.scalars[0])};
   };
-  reduce(op_name, "variance_mean", self, reduced, {mean}, {},
+  // The element depends on the result's dtype, which is none of this pass's
+  // operands (self and the float64 mean): the key names it, or a var into a
+  // float16 out= reused the float64 one's kernel and gave inf where NaN is
+  // due (found by tests/python/op_fuzz.py).
+  const std::string mean_key = std::string("variance_mean_") + c10::toString(targets.result.scalar_type());
+  reduce(op_name, mean_key, self, reduced, {mean}, {},
          {c10::Scalar(static_cast<double>(count))}, mean_spec);
   if (targets.mean.defined()) convert_into(op_name, targets.mean, mean);
 

@@ -4,16 +4,17 @@
 #
 #   scripts/sanitize.sh gtests   AddressSanitizer + UndefinedBehaviorSanitizer:
 #                                the GoogleTests (CTest). make test runs this.
-#   scripts/sanitize.sh python   the same sanitizers in torch_kiln._C, and a
-#                                representative pytest subset run by a Python
-#                                with the sanitizer runtimes preloaded
+#   scripts/sanitize.sh python [FILE.py ...]
+#                                the same sanitizers in torch_kiln._C, and a
+#                                representative pytest subset (or the files of
+#                                tests/python named) run by a Python with the
+#                                sanitizer runtimes preloaded
 #   scripts/sanitize.sh thread   ThreadSanitizer: the GoogleTests
 #   scripts/sanitize.sh all      all three (make sanitize)
 #
 # A report fails the run (KILN_SANITIZE builds with -fno-sanitize-recover).
 # Suppressions, each naming whose report it is, are in scripts/sanitizers/.
 set -euo pipefail
-export TORCH_DEVICE_BACKEND_AUTOLOAD=0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${KILN_VENV:-$HOME/.cache/kiln/venv}"
@@ -32,11 +33,13 @@ say() { printf '[sanitize] %s\n' "$*"; }
 configure_and_build() {
   local build="$1" sanitizers="$2" torch="$3"
   shift 3
+  # The build imports torch (cmake/query_torch.py) before this _C exists: keep
+  # torch from autoloading Kiln there. The tests autoload it, as users do.
   if [ ! -f "$build/build.ninja" ]; then
-    cmake -S "$root" -B "$build" -G Ninja -DKILN_PYTHON="$venv/bin/python" -DKILN_SANITIZE="$sanitizers" \
+    TORCH_DEVICE_BACKEND_AUTOLOAD=0 cmake -S "$root" -B "$build" -G Ninja -DKILN_PYTHON="$venv/bin/python" -DKILN_SANITIZE="$sanitizers" \
       -DKILN_BUILD_TORCH="$torch" "$@" >/dev/null
   fi
-  cmake --build "$build" -j "$jobs"
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 cmake --build "$build" -j "$jobs"
 }
 
 # Every report is fatal; leaks are checked in the GoogleTests, whose process
@@ -82,8 +85,9 @@ run_python_subset() {
     -DKILN_PYTHON_PACKAGE_DIR="$build/python/torch_kiln"
   local runtimes
   runtimes="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
-  local tests=()
-  for file in "${PYTHON_SUBSET[@]}"; do tests+=("$root/tests/python/$file"); done
+  local tests=() files=("$@")
+  [ ${#files[@]} -gt 0 ] || files=("${PYTHON_SUBSET[@]}")
+  for file in "${files[@]}"; do tests+=("$root/tests/python/$file"); done
   # The C compiler Kiln runs for its kernels inherits the preload: it is not
   # instrumented, so it only runs slower. The kernels themselves are not
   # instrumented either (they are the toolchain's output, not Kiln's source).
@@ -103,7 +107,7 @@ run_thread_sanitizer() {
 
 case "${1:-all}" in
   gtests) run_gtests ;;
-  python) run_python_subset ;;
+  python) shift; run_python_subset "$@" ;;
   thread) run_thread_sanitizer ;;
   all) run_gtests; run_thread_sanitizer; run_python_subset ;;
   *) echo "usage: $0 [gtests|python|thread|all]" >&2; exit 2 ;;

@@ -274,3 +274,17 @@ def test_variance_into_outs_of_two_dtypes_in_turn(function):
         assert_same_outcome(lambda device: function(
             torch.tensor([3.4028234663852886e38, 3.0e38], device=device)[:1].squeeze(), dim=[], correction=0,
             out=torch.empty(0, dtype=out_dtype, device=device)))
+
+
+def test_pointwise_kernels_of_two_common_dtypes_are_not_shared():
+    # half.div_(float32, trunc): a 0-dim divisor leaves the common dtype
+    # float16 (the quotient is rounded to half before the truncation), a
+    # 1-element one makes it float32. The kernel key did not name the common
+    # dtype, so whichever ran first served both: 482 where the CPU gives 481.
+    def divide(device):
+        base = torch.tensor([9.0, 0.80078125, 9.0, 1.8642578125, 9.0], dtype=torch.float16, device=device)
+        divisor = torch.tensor([0.0038678788114339113], device=device).view(1, 1, 1, 1)
+        return base.view(1, 1, 1, 5)[..., 1::2].div_(divisor, rounding_mode="trunc")
+    torch.tensor([1.0], dtype=torch.float16, device="kiln").view(1, 1, 1, 1).div_(
+        torch.tensor(3.0, device="kiln"), rounding_mode="trunc")  # compiles the float16-common kernel first
+    assert_same_outcome(divide)

@@ -171,6 +171,11 @@ void launch_pointwise(const char* op_name, std::string_view op_key, at::TensorIt
   std::optional<c10::ScalarType> common_type = iter.maybe_common_dtype();
   ir::DType common = common_type.has_value() ? require_ir_dtype(*common_type, op_name)
                                              : plan.outputs[0].dtype;
+  // The body depends on the common dtype, which the operands' dtypes do not
+  // fix (a 0-dim float32 operand leaves a float16 one's common dtype float16,
+  // a 1-element one makes it float32): without it in the key, the kernel
+  // built for one served the other (found by tests/python/op_fuzz.py).
+  signature.append("|c").append_number(static_cast<int64_t>(common));
   KernelEntry entry = kernel_for(signature.view(), op_name, [&]() {
     return build_pointwise_kernel(op_name, op_key, rank, plan, extra_scalars, common, body);
   });

@@ -38,21 +38,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 import torch_kiln
+from differential import TOLERANCES  # (rtol, atol) as torch.testing.assert_close uses by default
 
 FLOATING = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTEGRAL = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
 ALL_DTYPES = FLOATING + INTEGRAL + [torch.bool]
-
-# (rtol, atol) as torch.testing.assert_close uses by default.
-TOLERANCES = {
-    torch.float16: (1e-3, 1e-5),
-    torch.bfloat16: (1.6e-2, 1e-5),
-    torch.float32: (1.3e-6, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-    # Complex results: their part dtype's, as assert_close compares them.
-    torch.complex64: (1.3e-6, 1e-5),
-    torch.complex128: (1e-7, 1e-7),
-}
 
 # Exact in every float dtype, then values no float16/bfloat16 holds exactly
 # (how a kernel rounds the scalar shows), then the extremes.

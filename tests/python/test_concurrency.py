@@ -39,16 +39,19 @@ def train(model, data, device):
     return train_with(model, model, data, device)
 
 
-def train_with(runner, model, data, device="kiln"):
-    """train(), calling `runner` (model, or a compiled model) for the forward."""
+def train_with(runner, model, data, device="kiln", after_first_step=None):
+    """train(), calling `runner` (model, or a compiled model) for the forward,
+    and `after_first_step` (if given) once the first step is done."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
-    for features, labels in data:
+    for index, (features, labels) in enumerate(data):
         optimizer.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(runner(features.to(device)), labels.to(device))
         loss.backward()
         optimizer.step()
         losses.append(loss.detach())
+        if index == 0 and after_first_step is not None:
+            after_first_step()
     return torch.stack(losses).cpu()
 
 
@@ -56,6 +59,28 @@ def assert_same_training(kiln_model, kiln_losses, cpu_model, cpu_losses):
     torch.testing.assert_close(kiln_losses, cpu_losses, **TOLERANCE)
     for (name, on_kiln), on_cpu in zip(kiln_model.state_dict().items(), cpu_model.state_dict().values()):
         torch.testing.assert_close(on_kiln.cpu(), on_cpu, **TOLERANCE, msg=lambda text: f"{name}: {text}")
+
+
+def run_in_threads(work, seeds, timeout):
+    """Runs work(seed) in a thread per seed, all at once; returns {seed: what it
+    returned}. Fails if a thread raised (naming its seed) or is still running
+    after `timeout` seconds."""
+    results, errors = {}, []
+
+    def run(seed):
+        try:
+            results[seed] = work(seed)
+        except Exception as error:  # reported below, with the thread's seed
+            errors.append((seed, repr(error)))
+
+    workers = [threading.Thread(target=run, args=(seed,)) for seed in seeds]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=timeout)
+    assert not any(worker.is_alive() for worker in workers), "a training thread hung"
+    assert not errors, errors
+    return results
 
 
 # ------------------------------------------------------------ threads, each on its own stream
@@ -67,30 +92,20 @@ def test_threads_training_on_their_own_streams_match_the_cpu(threads):
         model = small_model(seed)
         references[seed] = (model, train(model, batches(seed), "cpu"))
     models = {seed: small_model(seed) for seed in range(threads)}
-    results, errors = {}, []
     start = threading.Barrier(threads)
 
     def work(seed):
-        try:
-            stream = torch.kiln.Stream()
-            with torch.kiln.stream(stream):
-                assert torch.kiln.current_stream() == stream
-                model = models[seed].to("kiln")
-                data = batches(seed)
-                start.wait(timeout=60)  # every thread trains at the same time
-                losses = train(model, data, "kiln")
-                assert torch.kiln.current_stream() == stream
-            results[seed] = (model, losses)
-        except Exception as error:  # reported below, with the thread's seed
-            errors.append((seed, repr(error)))
+        stream = torch.kiln.Stream()
+        with torch.kiln.stream(stream):
+            assert torch.kiln.current_stream() == stream
+            model = models[seed].to("kiln")
+            data = batches(seed)
+            start.wait(timeout=60)  # every thread trains at the same time
+            losses = train(model, data, "kiln")
+            assert torch.kiln.current_stream() == stream
+        return model, losses
 
-    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=180)
-    assert not any(worker.is_alive() for worker in workers), "a training thread hung"
-    assert not errors, errors
+    results = run_in_threads(work, range(threads), timeout=180)
     for seed, (model, losses) in results.items():
         assert_same_training(model, losses, *references[seed])
     assert sorted(results) == list(range(threads))
@@ -101,25 +116,14 @@ def test_threads_sharing_the_default_stream_match_the_cpu():
     references = {seed: small_model(seed) for seed in range(3)}
     expected = {seed: train(model, batches(seed), "cpu") for seed, model in references.items()}
     models = {seed: small_model(seed) for seed in references}
-    results, errors = {}, []
 
     def work(seed):
-        try:
-            model = models[seed].to("kiln")
-            results[seed] = (model, train(model, batches(seed), "kiln"))
-        except Exception as error:
-            errors.append((seed, repr(error)))
+        model = models[seed].to("kiln")
+        return model, train(model, batches(seed), "kiln")
 
-    workers = [threading.Thread(target=work, args=(seed,)) for seed in references]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=180)
-    assert not any(worker.is_alive() for worker in workers), "a training thread hung"
-    assert not errors, errors
+    results = run_in_threads(work, references, timeout=180)
     for seed, (model, losses) in results.items():
         assert_same_training(model, losses, references[seed], expected[seed])
-
 
 
 def test_threads_training_compiled_models_on_their_own_streams_match_the_cpu():
@@ -127,7 +131,12 @@ def test_threads_training_compiled_models_on_their_own_streams_match_the_cpu():
     backend registry is not thread-safe: two threads that are the first to look
     "kiln" up both register its entry point and one fails with "duplicate name:
     kiln" (Dynamo as a whole is not thread-safe, pytorch/pytorch#136833). Looking
-    the backend up once first, as here, avoids it (docs/guides/concurrency.md)."""
+    the backend up once first, as here, avoids it (docs/guides/concurrency.md).
+    And while Dynamo compiles in one thread, torch.compiler.is_compiling() is
+    True in every thread (a module global), so an eager AdamW step running in
+    another thread then takes its compiled-path branch and fails in
+    _foreach_addcdiv_: each thread takes its first step, the one that compiles,
+    alone, and all train together once every model is compiled."""
     torch.compile(torch.nn.Identity(), backend="kiln")
     threads, steps = 2, 4
     references = {}
@@ -135,24 +144,30 @@ def test_threads_training_compiled_models_on_their_own_streams_match_the_cpu():
         model = small_model(seed)
         references[seed] = (model, train(model, batches(seed, steps), "cpu"))
     models = {seed: small_model(seed) for seed in range(threads)}
-    results, errors = {}, []
+
+    first_steps = threading.Lock()
+    all_compiled = threading.Barrier(threads)
 
     def work(seed):
-        try:
-            with torch.kiln.stream(torch.kiln.Stream()):
-                model = models[seed].to("kiln")
-                compiled = torch.compile(model, backend="kiln", dynamic=False)
-                results[seed] = (model, train_with(compiled, model, batches(seed, steps)))
-        except Exception as error:
-            errors.append((seed, repr(error)))
+        with torch.kiln.stream(torch.kiln.Stream()):
+            model = models[seed].to("kiln")
+            compiled = torch.compile(model, backend="kiln", dynamic=False)
+            first_steps.acquire()
+            holding = [True]
 
-    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=300)
-    assert not any(worker.is_alive() for worker in workers), "a training thread hung"
-    assert not errors, errors
+            def after_first_step():
+                holding[0] = False
+                first_steps.release()
+                all_compiled.wait(timeout=240)
+
+            try:
+                return model, train_with(compiled, model, batches(seed, steps), after_first_step=after_first_step)
+            finally:
+                if holding[0]:  # the first step failed: let the other threads fail fast
+                    first_steps.release()
+                    all_compiled.abort()
+
+    results = run_in_threads(work, range(threads), timeout=300)
     for seed, (model, losses) in results.items():
         assert_same_training(model, losses, *references[seed])
 

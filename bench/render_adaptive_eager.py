@@ -2,7 +2,7 @@
 hand-written chains (bench_adaptive_eager.py) and the model suites with
 adaptive eager on and off (bench_suite.py --modes kiln_eager_unfused,kiln_eager).
 Standard library only, as render_performance.py."""
-from render_performance import geometric_mean, number, ratio_of, ratio_text, table
+from render_common import geometric_mean, number, ratio_of, ratio_text, table
 
 
 def chains_table(results):

@@ -10,7 +10,7 @@ import math
 import os
 
 from bench_suite import passed  # standard library only at import, as this script
-from render_performance import parse_header, stamp
+from render_common import parse_header, stamp
 
 MODES = ("cpu_eager", "inductor", "kiln_eager", "kiln_compiled")
 LABELS = {"cpu_eager": "CPU eager", "inductor": "Inductor", "kiln_eager": "kiln eager",

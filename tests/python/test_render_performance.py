@@ -12,6 +12,8 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abs
 
 
 def load(name):
+    if BENCH not in sys.path:
+        sys.path.insert(0, BENCH)  # the renderers import their shared modules, as when run from bench/
     spec = importlib.util.spec_from_file_location(f"bench_{name}", os.path.join(BENCH, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -111,7 +111,7 @@ def sample_report(shapes=True, failing=False):
     fallback.sort(key=lambda entry: -entry["count"])
     library = [{"op": "aten::mm", "count": 960}, {"op": "aten::addmm", "count": 480},
                {"op": "aten::bmm", "count": 160}]
-    by_path = {"native": 6840, "compiled": 1210, "library": 1600, "fallback": 30}
+    by_path = {"native": 6840, "compiled": 1210, "library": 1600, "custom": 0, "fallback": 30}
     total = sum(by_path.values())
     messages = ["2 ops fell back to the CPU: aten::nonzero (20 calls), "
                 "aten::_embedding_bag_backward (10 calls)"]
@@ -132,7 +132,7 @@ def sample_report(shapes=True, failing=False):
         "ops": {
             "total_calls": total, "by_path": by_path,
             "native_share": (total - by_path["fallback"]) / total,
-            "fallback": fallback, "library": library,
+            "fallback": fallback, "library": library, "custom": [],
             "all": [{"op": "aten::add.Tensor", "native": 1920, "compiled": 0, "library": 0,
                      "fallback": 0},
                     {"op": "aten::mm", "native": 0, "compiled": 0, "library": 960, "fallback": 0},

@@ -62,12 +62,13 @@ def check_complete_report(report, steps, warmup):
     assert report["modes"]["kiln_compiled"]["graphs_compiled"] >= 2  # forward and backward
     assert report["modes"]["kiln_eager"]["graphs_compiled"] == 0
     ops = report["ops"]
-    assert set(ops) == {"total_calls", "by_path", "native_share", "fallback", "library", "all"}
+    assert set(ops) == {"total_calls", "by_path", "native_share", "fallback", "library", "custom", "all"}
     assert ops["total_calls"] == sum(ops["by_path"].values()) > 0
-    assert sum(row["native"] + row["compiled"] + row["library"] + row["fallback"]
+    assert sum(row["native"] + row["compiled"] + row["library"] + row["custom"] + row["fallback"]
                for row in ops["all"]) == ops["total_calls"]
     assert ops["fallback"] == [] and ops["native_share"] == 1.0
     assert ops["library"] and all(entry["count"] > 0 for entry in ops["library"])
+    assert ops["custom"] == []
     numerics = report["numerics"]
     assert numerics["passed"] and numerics["ops_compared"] > 0
     kinds = {(check["mode"], check["kind"]) for check in numerics["checks"]}

@@ -185,7 +185,7 @@ def test_reports_render_when_nothing_was_measured():
                     min_step_seconds=None, max_step_seconds=None, speedup_vs_cpu=None)
     report["numerics"]["checks"] = []
     report["ops"].update(total_calls=0, fallback=[], library=[], all=[], native_share=0.0,
-                         by_path={"native": 0, "compiled": 0, "library": 0, "fallback": 0})
+                         by_path={"native": 0, "compiled": 0, "library": 0, "custom": 0, "fallback": 0})
     assert plots.step_times_svg(report) == plots.parameter_errors_svg(report) == ""
     document = report_html.render_html(report)
     assert parsed(document).counts.get("svg", 0) == 0

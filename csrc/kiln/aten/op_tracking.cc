@@ -18,7 +18,7 @@ struct NameHash {
 // One op's counts. Counters are never removed (clearing zeroes them), so a
 // thread may cache a counter's address for a static op name.
 struct Counter {
-  std::atomic<int64_t> by_path[kOpPathCount] = {0, 0, 0, 0};
+  std::atomic<int64_t> by_path[kOpPathCount] = {};
 };
 
 struct Tracker {
@@ -39,6 +39,7 @@ const char* op_path_name(OpPath path) {
     case OpPath::kCompiled: return "compiled";
     case OpPath::kLibrary: return "library";
     case OpPath::kFallback: return "fallback";
+    case OpPath::kCustom: return "custom";
   }
   return "unknown";
 }

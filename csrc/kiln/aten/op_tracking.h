@@ -7,6 +7,7 @@
 //   compiled  a Kiln-generated kernel
 //   library   a vendor-library call (matmul, convolution, ...) on device memory
 //   fallback  copied to the CPU, run there, copied back
+//   custom    a user's kernel (torch_kiln.kernels), under the kernel's name
 // Thread-safe. Counting costs one hashed lookup under a mutex, or for a static
 // name one per-thread pointer lookup and an atomic increment.
 #pragma once
@@ -18,8 +19,8 @@
 
 namespace kiln::torch_integration {
 
-enum class OpPath { kNative = 0, kCompiled = 1, kLibrary = 2, kFallback = 3 };
-constexpr int kOpPathCount = 4;
+enum class OpPath { kNative = 0, kCompiled = 1, kLibrary = 2, kFallback = 3, kCustom = 4 };
+constexpr int kOpPathCount = 5;
 
 const char* op_path_name(OpPath path);
 
@@ -31,7 +32,7 @@ bool record_op(std::string_view op_name, OpPath path);
 bool record_static_op(const char* op_name, OpPath path);
 
 struct OpCounts {
-  int64_t by_path[kOpPathCount] = {0, 0, 0, 0};
+  int64_t by_path[kOpPathCount] = {};
 };
 
 // A copy of all counts, by op name.

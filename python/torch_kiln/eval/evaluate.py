@@ -47,7 +47,7 @@ def _environment():
 
 
 def _op_section(executed, audit):
-    paths = ("native", "compiled", "library", "fallback")
+    paths = ("native", "compiled", "library", "custom", "fallback")
     rows = [{"op": op, **{path: counts.get(path, 0) for path in paths}}
             for op, counts in sorted(executed.items())]
     by_path = {path: sum(row[path] for row in rows) for path in paths}
@@ -63,6 +63,9 @@ def _op_section(executed, audit):
         "library": sorted(({"op": row["op"], "count": row["library"]}
                            for row in rows if row["library"]),
                           key=lambda entry: (-entry["count"], entry["op"])),
+        "custom": sorted(({"op": row["op"], "count": row["custom"]}
+                          for row in rows if row["custom"]),
+                         key=lambda entry: (-entry["count"], entry["op"])),
         "all": rows,
     }
 

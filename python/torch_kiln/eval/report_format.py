@@ -8,7 +8,7 @@ EXIT_STATUS_MEANINGS = {
     2: "a usage error",
     3: "strict mode, and an op fell back to the CPU",
 }
-PATHS = ["native", "compiled", "library", "fallback"]
+PATHS = ["native", "compiled", "library", "custom", "fallback"]
 TIME_HEADERS = ["Mode", "Status", "First step", "Median", "Min – max", "Speedup vs CPU",
                 "Kernels compiled", "Kernel cache hits", "Graphs", "Graph cache hits",
                 "Recompiles", "Compile time", "Peak memory"]

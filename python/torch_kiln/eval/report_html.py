@@ -90,7 +90,7 @@ def ops_section(report):
     ops = report["ops"]
     parts = [f"<p>Kiln eager, all steps: {fmt.format_count(ops['total_calls'])} op calls, "
              f"{fmt.format_percent(ops['native_share'])} on the device "
-             "(native, compiled or library).</p>",
+             "(native, compiled, library or custom).</p>",
              table(["Path", "Calls", "Share"], fmt.path_rows(ops), (1, 2)),
              "<h3>Fallback ops</h3>"]
     if ops["fallback"]:
@@ -106,6 +106,12 @@ def ops_section(report):
         parts.append(table(["Op", "Calls"], rows, (1,)))
     else:
         parts.append("<p>No op ran through a vendor library.</p>")
+    parts.append("<h3>Custom kernels</h3>")
+    if ops.get("custom"):
+        rows = [[code(entry["op"]), fmt.format_count(entry["count"])] for entry in ops["custom"]]
+        parts.append(table(["Kernel", "Launches"], rows, (1,)))
+    else:
+        parts.append("<p>No custom kernel ran (torch_kiln.kernels).</p>")
     return "".join(parts)
 
 

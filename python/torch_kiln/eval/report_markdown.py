@@ -66,7 +66,7 @@ def ops_section(report):
     lines = ["## Ops", "",
              f"Kiln eager, all steps: {fmt.format_count(ops['total_calls'])} op calls, "
              f"{fmt.format_percent(ops['native_share'])} on the device "
-             "(native, compiled or library).", "",
+             "(native, compiled, library or custom).", "",
              table(["Path", "Calls", "Share"], fmt.path_rows(ops), "lrr"), "",
              "### Fallback ops", ""]
     if ops["fallback"]:
@@ -82,6 +82,12 @@ def ops_section(report):
         lines.append(table(["Op", "Calls"], rows, "lr"))
     else:
         lines.append("No op ran through a vendor library.")
+    lines += ["", "### Custom kernels", ""]
+    if ops.get("custom"):
+        rows = [[code(entry["op"]), fmt.format_count(entry["count"])] for entry in ops["custom"]]
+        lines.append(table(["Kernel", "Launches"], rows, "lr"))
+    else:
+        lines.append("No custom kernel ran (torch_kiln.kernels).")
     return lines
 
 

@@ -27,7 +27,7 @@ def render_summary(report):
     lines += ["", f"ops on kiln (eager): {ops['total_calls']} calls, "
                   f"{ops['native_share']:.1%} on the device "
                   f"(native {by_path['native']}, compiled {by_path['compiled']}, "
-                  f"library {by_path['library']}, fallback {by_path['fallback']})"]
+                  f"library {by_path['library']}, custom {by_path.get('custom', 0)}, fallback {by_path['fallback']})"]
     for entry in ops["fallback"]:
         where = "; ".join(entry["sources"][:3]) or "source unknown"
         lines.append(f"  fell back to the CPU: {entry['op']} x{entry['count']} ({where})")

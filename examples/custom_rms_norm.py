@@ -1,6 +1,8 @@
-"""A fused RMSNorm for the kiln device, forward and backward, written as custom
-kernels in C (torch_kiln.kernels.CKernel) and registered with
-torch.library.custom_op (docs/guides/custom_kernels.md).
+"""A fused RMSNorm for the kiln device, forward and backward, written two ways
+(docs/guides/custom_kernels.md): as custom kernels in C
+(torch_kiln.kernels.CKernel) registered with torch.library.custom_op, and in
+Kiln's kernel language (torch_kiln.kernels.kernel), where Kiln derives the
+backward and fuses the loops itself.
 
     y = x * rsqrt(mean(x ** 2, dim=-1) + eps) * weight
 
@@ -17,7 +19,7 @@ import time
 
 import torch
 import torch_kiln  # noqa: F401  (the kiln device; import torch alone loads it too)
-from torch_kiln.kernels import CKernel
+from torch_kiln.kernels import CKernel, kernel
 
 # Operands: x [rows, n] (rows contiguous), weight [n] broadcast over the rows,
 # then the outputs y [rows, n] and rstd [rows, 1]. One position is one row.
@@ -201,6 +203,13 @@ def rms_norm_composite(x, weight, eps=1e-6):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
+@kernel(name="kiln_examples::rms_norm_kernel_language")
+def rms_norm_kernel_language(x, weight, eps: float = 1e-6):
+    """The composite's body in the kernel language: one row kernel forward,
+    the body's vector-Jacobian product fused backward."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
 def _time(function, steps=20):
     function()
     torch.kiln.synchronize()
@@ -224,9 +233,12 @@ def main():
     print("forward matches the CPU:", torch.allclose(y.cpu(), y_cpu, rtol=1e-5, atol=1e-5))
     print("gradients match the CPU:", torch.allclose(x.grad.cpu(), x_cpu.grad, rtol=1e-4, atol=1e-4)
           and torch.allclose(w.grad.cpu(), w_cpu.grad, rtol=1e-4, atol=1e-3))
-    for label, function in (("custom", rms_norm), ("composite", rms_norm_composite)):
+    y_language = rms_norm_kernel_language(x.detach(), w.detach())
+    print("kernel language matches the CPU:", torch.allclose(y_language.cpu(), y_cpu, rtol=1e-5, atol=1e-5))
+    for label, function in (("C kernels", rms_norm), ("kernel language", rms_norm_kernel_language),
+                            ("composite", rms_norm_composite)):
         seconds = _time(lambda: function(x, w).sum().backward())
-        print(f"{label:9s} forward+backward on kiln: {seconds * 1e3:.2f} ms")
+        print(f"{label:15s} forward+backward on kiln: {seconds * 1e3:.2f} ms")
     print("ops:", {op: paths for op, paths in torch_kiln.get_executed_ops().items() if "custom" in paths})
 
 

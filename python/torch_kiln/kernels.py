@@ -36,7 +36,9 @@ import torch
 
 from . import _C
 
-__all__ = ["CKernel", "KernelCompileError"]
+from .kernel_language import KernelFunction, KernelLanguageError, kernel
+
+__all__ = ["CKernel", "KernelCompileError", "kernel", "KernelFunction", "KernelLanguageError"]
 
 _KERNEL_DEFINITION = re.compile(r"KILN_KERNEL\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 _POSITION_KINDS = ("rows", "elements")

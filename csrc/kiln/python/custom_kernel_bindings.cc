@@ -3,6 +3,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "kiln/aten/custom/custom_kernel.h"
+#include "kiln/aten/op_tracking.h"
 
 namespace kiln::torch_integration {
 
@@ -14,6 +15,8 @@ void bind_custom_kernels(py::module& module) {
                 const std::string& file, int64_t line) {
                return custom::load_custom_kernel(name, entry, source, {file, line});
              });
+  // A kernel-language kernel's run (torch_kiln.kernels.kernel), counted as a launch.
+  module.def("_record_custom_op", [](const std::string& name) { record_op(name, OpPath::kCustom); });
   module.def("_custom_kernel_translation_unit", [](const std::string& source, const std::string& file, int64_t line) {
     return custom::custom_kernel_translation_unit(source, {file, line});
   });

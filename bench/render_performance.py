@@ -694,6 +694,19 @@ BENCHMARKS = [
               "same model outside the benchmark did not show it, and where it comes from is not known. "
               "Step times come from a shared 2-core VM and move with its load; they are not what this "
               "benchmark measures."),
+    Benchmark("custom_kernels", "bench_custom_kernels.py", "Custom kernels: RMSNorm",
+              "The fused RMSNorm of `examples/custom_rms_norm.py`, as C kernels registered with "
+              "`torch.library.custom_op` (`kiln-custom`) and in Kiln's kernel language (`kiln-language`), against "
+              "the composite `x * rsqrt(mean(x^2) + eps) * weight` in CPU eager, kiln eager without and with "
+              "adaptive eager, and `torch.compile(backend=\"kiln\")`, each mode in its own process "
+              "([custom kernels](guides/custom_kernels.md)); forward (10 calls in a row, results kept alive) and "
+              "train (forward and backward of x and weight), float32, us per call, median of the rounds. The "
+              "columns `<mode> / custom` are that mode's time over the C kernels'.", render_generic,
+              "The C forward reads each row once for its sum of squares and once more to write it (16 partial "
+              "sums, so the loop vectorises without reassociating one long sum); its backward is one row pass "
+              "for the input gradient and one pass in blocks of 64 columns for the weight gradient. The kernel "
+              "language's forward is the compiled path's row kernel; its backward is the body's "
+              "vector-Jacobian product, fused, which recomputes the row statistic."),
     Benchmark("import", "bench_import.py", "Import time",
               "What Kiln's autoload adds to `import torch`: the statement timed in fresh interpreters with "
               "`TORCH_DEVICE_BACKEND_AUTOLOAD=1` (the default) and `=0`, the two alternating round by round; "

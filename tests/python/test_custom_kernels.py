@@ -272,3 +272,17 @@ def test_kiln_eval_counts_custom_kernels_as_their_own_path():
     assert set(custom) == {"kiln_examples::rms_norm_forward", "kiln_examples::rms_norm_backward_input",
                            "kiln_examples::rms_norm_backward_weight"}
     assert ops["by_path"]["custom"] == sum(custom.values()) > 0 and ops["fallback"] == []
+
+
+def test_a_launch_sees_the_results_of_pointwise_ops_adaptive_eager_held():
+    # Large ops on a busy stream are held for fusion (docs/design/adaptive_eager.md);
+    # a custom launch reading their result must come after them.
+    torch_kiln.set_adaptive_eager(True)
+    x = torch.randn(1024, 1024)
+    on_kiln = x.to("kiln")
+    busy = on_kiln @ on_kiln  # queued work: the next pointwise ops may be held
+    held = (on_kiln * 3 + 1).abs()
+    out = torch.empty_like(held)
+    AXPY_KERNELS[torch.float32](inputs=[held, on_kiln], outputs=[out], scalars=[0.5])
+    torch.testing.assert_close(out.cpu(), (x * 3 + 1).abs() * 0.5 + x, rtol=0, atol=0)
+    del busy

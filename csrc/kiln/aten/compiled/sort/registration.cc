@@ -55,6 +55,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Histograms.
   m.impl("histc", TORCH_FN(compiled::histc));
   m.impl("histc.out", TORCH_FN(compiled::histc_out));
+  m.impl("bincount", TORCH_FN(compiled::bincount));
 }
 
 }  // namespace kiln::torch_integration

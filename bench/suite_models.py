@@ -6,7 +6,7 @@ Each entry builds, on the CPU and from a fixed seed, a `Workload`: the model
 with its dropout and stochastic depth off (so that every mode computes the
 same function and kiln's numerics can be compared with the CPU's), an input
 batch, and the loss of a training step. Suites: "torchvision", "timm" (when
-timm is installed), "huggingface".
+timm is installed), "huggingface", "moe" (mixture-of-experts decoders from transformers).
 """
 import dataclasses
 
@@ -207,12 +207,31 @@ MODELS = {
                                          decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256,
                                          max_position_embeddings=TOKENS * 2)),
     "vit_huggingface": ("huggingface", _huggingface_vit),
+    # Mixture-of-experts decoders (issue 37): 4 or 8 small experts, 2 per token.
+    "mixtral": ("moe", _huggingface("MixtralConfig", "MixtralForCausalLM", num_key_value_heads=2,
+                                    num_local_experts=4, num_experts_per_tok=2, **_DECODER)),
+    "qwen2_moe": ("moe", _huggingface("Qwen2MoeConfig", "Qwen2MoeForCausalLM", num_key_value_heads=2, num_experts=4,
+                                      num_experts_per_tok=2, moe_intermediate_size=128,
+                                      shared_expert_intermediate_size=128, **_DECODER)),
+    "qwen3_moe": ("moe", _huggingface("Qwen3MoeConfig", "Qwen3MoeForCausalLM", num_key_value_heads=2, head_dim=32,
+                                      num_experts=4, num_experts_per_tok=2, moe_intermediate_size=128, **_DECODER)),
+    "olmoe": ("moe", _huggingface("OlmoeConfig", "OlmoeForCausalLM", num_key_value_heads=2, num_experts=8,
+                                  num_experts_per_tok=2, **_DECODER)),
+    "granite_moe": ("moe", _huggingface("GraniteMoeConfig", "GraniteMoeForCausalLM", num_key_value_heads=2,
+                                        num_local_experts=4, num_experts_per_tok=2, **_DECODER)),
+    "deepseek_v3": ("moe", _huggingface("DeepseekV3Config", "DeepseekV3ForCausalLM", num_key_value_heads=4,
+                                        n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                                        moe_intermediate_size=128, kv_lora_rank=32, q_lora_rank=64,
+                                        qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=32,
+                                        first_k_dense_replace=1, n_group=1, topk_group=1, **_DECODER)),
+    "gpt_oss": ("moe", _huggingface("GptOssConfig", "GptOssForCausalLM", num_key_value_heads=2, head_dim=32,
+                                    num_local_experts=4, num_experts_per_tok=2, **_DECODER)),
 }
 
-SUITES = ("torchvision", "timm", "huggingface")
+SUITES = ("torchvision", "timm", "huggingface", "moe")
 
 # The CI subset: a few of each library, quick to build and compile.
-CI_MODELS = ["resnet18", "mobilenet_v3_small", "timm_convnext_atto", "gpt2", "bert", "bart"]
+CI_MODELS = ["resnet18", "mobilenet_v3_small", "timm_convnext_atto", "gpt2", "bert", "bart", "mixtral"]
 
 
 def build(name):

@@ -8,6 +8,7 @@
 
 #include "kiln/aten/compiled/launch/kernel_launch.h"
 #include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
 #include "kiln/c10/status_error.h"
 #include "kiln/compiler/codegen/prelude.h"
 #include "kiln/compiler/kernel_cache.h"
@@ -124,7 +125,18 @@ std::string row_element_type(c10::ScalarType type, std::string_view prefix, cons
   return text;
 }
 
+namespace {
+void launch_rows_unrecorded(const RowLaunch& launch, c10::ArrayRef<at::Tensor> operands);
+}  // namespace
+
 void launch_rows(const RowLaunch& launch, c10::ArrayRef<at::Tensor> operands) {
+  record_static_op(launch.op_name, OpPath::kCompiled);
+  launch_rows_unrecorded(launch, operands);
+}
+
+namespace {
+
+void launch_rows_unrecorded(const RowLaunch& launch, c10::ArrayRef<at::Tensor> operands) {
   const int count = static_cast<int>(operands.size());
   TORCH_INTERNAL_ASSERT(count >= 1 && count <= 16 && launch.inputs <= count);
   const at::Tensor& first = operands[0];
@@ -159,7 +171,7 @@ void launch_rows(const RowLaunch& launch, c10::ArrayRef<at::Tensor> operands) {
       copies.push_back(index < launch.inputs ? operands[index].contiguous()
                                              : at::empty(operands[index].sizes(), operands[index].options()));
     }
-    launch_rows(launch, copies);
+    launch_rows_unrecorded(launch, copies);
     for (int index = launch.inputs; index < count; ++index) operands[index].copy_(copies[index]);
     return;
   }
@@ -209,4 +221,5 @@ void launch_rows(const RowLaunch& launch, c10::ArrayRef<at::Tensor> operands) {
   launch_kernel(stream_of(anchor), launch.op_name, entry, args, shape, std::move(keep_alive));
 }
 
+}  // namespace
 }  // namespace kiln::torch_integration::compiled

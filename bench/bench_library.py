@@ -3,7 +3,7 @@
 own kernel, each mode in its own process, at several thread counts.
 
 Every case is one op called over and over on the same inputs: a product
-(torch.mm, F.linear, torch.bmm) in float32 and bfloat16, or a convolution of
+(torch.mm, F.linear, torch.bmm, F.grouped_mm) in float32 and bfloat16, or a convolution of
 ResNet-18 or ResNet-50 forward (F.conv2d) and backward
 (aten.convolution_backward, the op autograd calls), an FFT (torch.fft.rfft,
 fft2) or a batched factorization or solve (torch.linalg). A measurement is the
@@ -26,7 +26,7 @@ process of its own and 4.6 ms after an FFT had run, on the same machine. Fixed
 thresholds keep large blocks in the heap in both modes, so a case's figure no
 longer depends on the cases before it; the CPU baseline is its faster, warm one.
 
-    python bench/bench_library.py [--threads 1,2] [--cases mm,linear,bmm,conv,fft,linalg]
+    python bench/bench_library.py [--threads 1,2] [--cases mm,linear,bmm,grouped,conv,fft,linalg]
         [--dtypes float32,bfloat16] [--rounds 2] [--quick] [--json out.json]
 """
 import argparse
@@ -62,6 +62,10 @@ CONVOLUTIONS = {
                  (4, 256, 128, 1, 1, 56), (4, 128, 128, 3, 2, 56), (4, 128, 512, 1, 1, 28),
                  (4, 1024, 256, 1, 1, 14), (4, 512, 512, 3, 2, 14), (4, 2048, 512, 1, 1, 7)],
 }
+# Grouped products of mixture-of-experts layers (rows, k, n, experts): the MoE
+# suite's expert projections (128 routed rows over 4 or 8 experts; gate and up
+# fused, then down) and a larger layer. Rows split unevenly, one group empty.
+GROUPED = [(128, 128, 512, 4), (128, 256, 128, 4), (128, 128, 512, 8), (1024, 512, 1024, 8)]
 # FFTs (kind, sizes): a batch of real signals, and a batch of complex images.
 FFTS = [("rfft", (256, 4096)), ("fft2", (16, 256, 256))]
 # Batched linear algebra (op, batch, n): factorizations and a solve over a
@@ -85,6 +89,10 @@ def cases(kinds, dtypes, quick):
         if "bmm" in kinds:
             for shape in (BATCHED[:1] if quick else BATCHED):
                 found.append((f"bmm {'x'.join(map(str, shape))} {dtype}", "bmm", dtype, shape))
+        if "grouped" in kinds:
+            for rows, k, n, experts in (GROUPED[:1] if quick else GROUPED):
+                found.append((f"grouped_mm {rows}x{k}x{n} {experts} groups {dtype}", "grouped", dtype,
+                              (rows, k, n, experts)))
     if "fft" in kinds:
         for kind, sizes in (FFTS[:1] if quick else FFTS):
             found.append((f"{kind} {'x'.join(map(str, sizes))}", kind, "float32", sizes))
@@ -125,6 +133,13 @@ def make_call(kind, dtype, shape, device):
         batches, m, k, n = shape
         a, b = random(batches, m, k), random(batches, k, n)
         return lambda: torch.bmm(a, b)
+    if kind == "grouped":
+        rows, k, n, experts = shape
+        x, weight = random(rows, k), random(experts, k, n)
+        cuts = sorted(torch.randint(0, rows + 1, (experts - 2,), generator=generator).tolist())
+        ends = [cuts[0]] + cuts + [rows]  # the first group is empty, the others uneven
+        offsets = torch.tensor(ends, dtype=torch.int32).to(device)
+        return lambda: functional.grouped_mm(x, weight, offs=offsets)
     if kind == "rfft":
         signals = random(*shape)
         return lambda: torch.fft.rfft(signals)
@@ -170,6 +185,9 @@ def flops(kind, shape):
     if kind == "bmm":
         batches, m, k, n = shape
         return 2 * batches * m * k * n
+    if kind == "grouped":
+        rows, k, n, _ = shape
+        return 2 * rows * k * n
     batch, channels, out, kernel, stride, size = shape
     side = (size + 2 * (kernel // 2) - kernel) // stride + 1
     forward = 2 * batch * out * side * side * channels * kernel * kernel
@@ -239,7 +257,7 @@ def thread_counts(text):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2,all", help="thread counts; 'all' is os.cpu_count()")
-    parser.add_argument("--cases", default="mm,linear,bmm,conv,fft,linalg")
+    parser.add_argument("--cases", default="mm,linear,bmm,grouped,conv,fft,linalg")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="of the products")
     parser.add_argument("--rounds", type=int, default=2, help="cpu, kiln process pairs per thread count")
     parser.add_argument("--seconds", type=float, default=0.15, help="target length of one measurement")

@@ -187,8 +187,58 @@ class KernelFunction:
                                             name=self.name + ".backward")
         return self._backward
 
+    def as_custom_op(self, name, *, mutates_args=()):
+        """The kernel as a PyTorch operator, `torch.ops.<namespace>.<name>`:
+        a torch.library.custom_op whose kiln kernel is this kernel's program
+        and whose CPU kernel is the body, with the body as its fake (meta)
+        function and the kernel's backward as its autograd formula, so
+        torch.library.opcheck can check it. Its schema comes from the body's
+        type annotations (``x: torch.Tensor, eps: float`` and the return
+        type). Inside torch.compile the op stays whole, an extern call; call
+        the kernel itself to have the body fused with its neighbours."""
+        body, parameters = self.body, self._parameters
+
+        from torch._library.infer_schema import infer_schema
+
+        def kiln_kernel(*arguments, **keywords):
+            return _fresh(self.run(*arguments, **keywords))
+        kiln_kernel.__signature__ = parameters
+        kiln_kernel.__name__ = body.__name__
+        op = torch.library.custom_op(name, mutates_args=mutates_args, device_types="kiln",
+                                     schema=infer_schema(body, mutates_args=mutates_args))(kiln_kernel)
+        op.register_kernel("cpu")(lambda *arguments: _fresh(body(*arguments)))
+        op.register_fake(lambda *arguments: _fresh(body(*arguments)))
+
+        def setup_context(ctx, inputs, output):
+            ctx.arguments = [_SAVED if isinstance(value, torch.Tensor) else value for value in inputs]
+            ctx.save_for_backward(*(value for value in inputs if isinstance(value, torch.Tensor)))
+
+        def backward(ctx, *grads):
+            saved = iter(ctx.saved_tensors)
+            arguments = [next(saved) if value is _SAVED else value for value in ctx.arguments]
+            grads = [grad.contiguous() for grad in grads]
+            on_kiln = any(isinstance(value, torch.Tensor) and value.device.type == "kiln" for value in arguments)
+            # Traced (AOTAutograd, fake tensors): the body's vector-Jacobian product as PyTorch ops.
+            traced = torch._guards.detect_fake_mode(arguments) is not None or torch.compiler.is_compiling()
+            if on_kiln and not traced:
+                tensor_grads = self.backward_kernel().run(len(arguments), *arguments, *grads)
+            else:
+                tensor_grads = _vector_jacobian_product(body, len(arguments), *arguments, *grads)
+            tensor_grads = iter(tensor_grads)
+            return tuple(next(tensor_grads) if isinstance(value, torch.Tensor) else None for value in arguments)
+
+        op.register_autograd(backward, setup_context=setup_context)
+        return op
+
     def __repr__(self):
         return f"<kiln kernel {self.name}: {self.signatures_compiled} signatures compiled>"
+
+
+def _fresh(result):
+    """A custom op may not return its inputs or views of them: copies where it would."""
+    if isinstance(result, tuple):
+        return tuple(_fresh(value) for value in result)
+    return result.clone() if result._base is not None else result
 
 
 def _vector_jacobian_product(body, *values):

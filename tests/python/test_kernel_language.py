@@ -117,3 +117,33 @@ def test_the_kernel_language_is_importable_without_the_compiled_path_loaded():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == "False"
+
+
+@kernel(name="test::rms_norm_op")
+def annotated_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+RMS_NORM_OP = annotated_rms_norm.as_custom_op("kiln_test::rms_norm")
+
+
+def test_as_a_custom_op_it_passes_opcheck_and_runs_eagerly_and_compiled():
+    x, weight = inputs(4, 3, 40), inputs(40, seed=5)
+    # PyTorch 2.14's autograd-registration check takes CPU, CUDA and XPU tensors only: on kiln the
+    # other checks, on the CPU (where the op runs its body) all of them.
+    torch.library.opcheck(RMS_NORM_OP, (x.to("kiln").requires_grad_(), weight.to("kiln").requires_grad_(), 1e-6),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    torch.library.opcheck(RMS_NORM_OP, (x.clone().requires_grad_(), weight.clone().requires_grad_(), 1e-6))
+    assert str(torch.ops.kiln_test.rms_norm.default._schema) == \
+        "kiln_test::rms_norm(Tensor x, Tensor weight, float eps=9.9999999999999995e-07) -> Tensor"
+    on_kiln = [x.to("kiln").requires_grad_(), weight.to("kiln").requires_grad_()]
+    on_cpu = [x.clone().requires_grad_(), weight.clone().requires_grad_()]
+    RMS_NORM_OP(*on_kiln).square().sum().backward()
+    RMS_NORM_OP(*on_cpu).square().sum().backward()
+    for kiln_tensor, cpu_tensor in zip(on_kiln, on_cpu):
+        torch.testing.assert_close(kiln_tensor.grad.cpu(), cpu_tensor.grad, rtol=1e-4, atol=1e-4)
+    torch_kiln.reset_compile_stats()
+    compiled = torch.compile(lambda a, b: RMS_NORM_OP(torch.relu(a), b).sum(), backend="kiln", fullgraph=True)
+    torch.testing.assert_close(compiled(x.to("kiln"), weight.to("kiln")).cpu(),
+                               RMS_NORM_OP(torch.relu(x), weight).sum(), rtol=1e-5, atol=1e-5)
+    assert torch_kiln.compile_stats()["extern_calls"] == 1  # the op stays whole in the graph

@@ -82,6 +82,16 @@ def test_exponential():
     assert abs(mean - 0.5) < 0.01 and abs(var - 0.25) < 0.02
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_exponential_is_never_exactly_zero(dtype):
+    # The uniform draw is float64 for every dtype, as ATen's CPU kernel draws it: one of the
+    # storage's precision was 0, and so the variate, once in 256 bfloat16 draws.
+    torch.manual_seed(0)
+    x = compiled_only(lambda: torch.empty(1 << 20, device="kiln", dtype=dtype).exponential_())
+    assert (x.cpu() == 0).sum().item() == 0
+    assert abs(x.cpu().double().mean().item() - 1.0) < 0.01
+
+
 def test_log_normal_cauchy_geometric():
     x = compiled_only(lambda: torch.empty(N, device="kiln").log_normal_(0.5, 0.25)).cpu().double()
     assert x.min() > 0

@@ -254,14 +254,19 @@ struct ExponentialKernel {
     const c10::Scalar scalars[] = {lambda};
     launch_random(op_name, "exponential", {}, {self}, scalars, generator,
                   [storage](ElementwiseContext& context) -> std::vector<ValueId> {
-                    // -1 / lambda * log1p(-u), as ATen's CPU transformation.
+                    // -1 / lambda * log1p(-u), as ATen's CPU transformation, with u a
+                    // float64 uniform for every dtype, as ATen's exponential_distribution<double>
+                    // draws it: a u of the storage's precision is 0 once in 256 bfloat16 draws
+                    // (2^11 float16, 2^24 float32), and the result then exactly 0, which an
+                    // exponential variate never is (multinomial's race divides by it).
                     ir::Builder& builder = context.builder;
-                    DType type = compute_of(storage);
-                    ValueId unit = builder.cast(uniform_unit(builder, storage, 0), type);
+                    DType type = DType::kFloat64;
+                    ValueId unit = uniform_unit(builder, DType::kFloat64, 0);
                     ValueId scale = builder.binary(OpCode::kDivide, builder.constant(-1, type),
                                                    builder.cast(context.scalars[0], type));
-                    return {builder.binary(OpCode::kMultiply, scale,
-                                           builder.unary(OpCode::kLog1p, builder.unary(OpCode::kNegate, unit)))};
+                    ValueId value = builder.binary(
+                        OpCode::kMultiply, scale, builder.unary(OpCode::kLog1p, builder.unary(OpCode::kNegate, unit)));
+                    return {storage == DType::kFloat64 ? value : builder.cast(value, compute_of(storage))};
                   });
   }
 };

@@ -302,6 +302,19 @@ def test_rsample_backward_on_kiln():
     assert torch.isfinite(rate.grad).all()
 
 
+def test_samplers_inside_torch_compile():
+    def sample(probabilities, alpha):
+        return torch.multinomial(probabilities, 4, True), torch._standard_gamma(alpha), torch.poisson(alpha)
+
+    compiled = torch.compile(sample, backend="kiln")
+    probabilities, alpha = torch.rand(3, 5, device=KILN), torch.rand(3, device=KILN) + 1
+    torch_kiln.clear_op_tracking()
+    draws, gamma, counts = compiled(probabilities, alpha)
+    assert not torch_kiln.get_fallback_ops()
+    assert draws.shape == (3, 4) and gamma.shape == counts.shape == (3,) and draws.device.type == KILN
+    torch._dynamo.reset()
+
+
 def test_samplers_reproducible_under_seed_and_rng_state():
     alpha = torch.tensor([0.3, 2.0, 7.0], device=KILN).expand(50, 3)
     samplers = [

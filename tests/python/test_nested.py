@@ -78,6 +78,16 @@ def test_create_move_and_back():
     assert_same(on_kiln.to(torch.float64), nested(parts, "cpu").to(torch.float64))
 
 
+def test_nested_view_from_buffer_aliases_kiln_memory():
+    buffer = torch.arange(10.0, device=KILN)
+    sizes, strides, offsets = torch.tensor([[2, 2], [3, 2]]), torch.tensor([[2, 1], [2, 1]]), torch.tensor([0, 4])
+    view = torch._nested_view_from_buffer(buffer, sizes, strides, offsets)
+    assert view.is_nested and view.device.type == KILN
+    assert_same(view, torch._nested_view_from_buffer(buffer.cpu(), sizes, strides, offsets))
+    buffer.mul_(2)
+    assert torch.equal(view.unbind()[1].cpu(), torch.arange(4.0, 10.0).view(3, 2) * 2)
+
+
 BINARY = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
     "add_scalar": lambda a, b: a + 2.5, "sub_scalar": lambda a, b: a - 1, "mul_scalar": lambda a, b: a * 3,

@@ -272,9 +272,15 @@ def test_binomial_distribution():
         assert_fits(pooled_counts, pooled_expected)
 
 
-def test_binomial_broadcasts_as_cpu():
+def test_binomial_broadcasts_as_cpu_and_checks_devices():
     count, prob = torch.tensor([[3.0], [4.0]]), torch.tensor([0.0, 1.0])
-    assert torch.equal(torch.binomial(count.to(KILN), prob.to(KILN)).cpu(), torch.binomial(count, prob))
+    with pytest.warns(UserWarning, match="resized"):  # the CPU's output has count's shape, then resizes
+        expected = torch.binomial(count, prob)
+    assert torch.equal(torch.binomial(count.to(KILN), prob.to(KILN)).cpu(), expected)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.binomial(count.to(KILN), prob)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch._standard_gamma_grad(prob.to(KILN), prob)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

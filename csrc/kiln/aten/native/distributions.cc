@@ -29,6 +29,7 @@
 #include <limits>
 #include <vector>
 
+#include "kiln/aten/device_checks.h"
 #include "kiln/aten/native/device_memory.h"
 #include "kiln/aten/native/element_random_stream.h"
 #include "kiln/aten/native/native_kernels.h"
@@ -210,6 +211,7 @@ at::Tensor poisson(const at::Tensor& rates, std::optional<at::Generator> generat
 at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob, std::optional<at::Generator> generator) {
   record_static_op("aten::binomial", OpPath::kNative);
   check_floating(count, "binomial_kiln");
+  check_same_device({count, prob});
   TORCH_CHECK(count.scalar_type() == prob.scalar_type(), "expected scalar type ", count.scalar_type(),
               " but found ", prob.scalar_type());
   const std::vector<int64_t> shape = at::infer_size(count.sizes(), prob.sizes());
@@ -229,6 +231,7 @@ at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob, std::option
 at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output) {
   record_static_op("aten::_standard_gamma_grad", OpPath::kNative);
   check_floating(self, "_standard_gamma_grad_kiln");
+  check_same_device({self, output});
   const std::vector<int64_t> shape = at::infer_size(self.sizes(), output.sizes());
   return launch_double_loop("aten::_standard_gamma_grad", {dense_double(self, shape), dense_double(output, shape)},
                             shape, self.scalar_type(), [](int64_t element, const double* const* inputs) {
@@ -240,6 +243,7 @@ at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output)
 at::Tensor dirichlet_grad(const at::Tensor& x, const at::Tensor& alpha, const at::Tensor& total) {
   record_static_op("aten::_dirichlet_grad", OpPath::kNative);
   check_floating(x, "_dirichlet_grad_kiln");
+  check_same_device({x, alpha, total});
   const std::vector<int64_t> shape = at::infer_size(at::infer_size(x.sizes(), alpha.sizes()), total.sizes());
   return launch_double_loop(
       "aten::_dirichlet_grad", {dense_double(x, shape), dense_double(alpha, shape), dense_double(total, shape)},

@@ -2,9 +2,9 @@
 //
 // The op itself is ATen's device-generic at::native::multinomial(_out), the
 // one CPU and CUDA register: its argument checks and errors, and, without
-// replacement, the exponential race (argmax or topk of p / q with q ~ Exp(1)
-// drawn by exponential_), which runs as compiled kiln ops. With replacement
-// ATen calls multinomial_with_replacement_stub, whose PrivateUse1 entry is
+// replacement or for one sample, the exponential race (argmax or topk of
+// p / q with q ~ Exp(1) drawn by exponential_), which runs as compiled kiln
+// ops, in float64 (race_input below). Otherwise ATen calls multinomial_with_replacement_stub, whose PrivateUse1 entry is
 // the kernel below (the CPU's and CUDA's entries are their own kernels).
 //
 // The kernel is inverse-CDF sampling per row, in float64 whatever the

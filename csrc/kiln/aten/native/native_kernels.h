@@ -1,12 +1,14 @@
 // Kernels Kiln implements natively for the kiln device: tensor creation,
 // views, storage management, copies between host and device, fill, and
-// reading a scalar back. registration.cc binds them to ATen op names.
+// reading a scalar back, and the samplers of torch.distributions that do not
+// fit a compiled kernel. registration.cc binds them to ATen op names.
 //
 // Each kernel records itself in op tracking under the path "native". Work on
 // device memory is queued on the device's current stream; copies to pageable
 // host memory and scalar reads wait for it.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/Scalar.h>
@@ -79,5 +81,23 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias);
+
+// distributions.cc: samplers and gradients behind torch.distributions.
+at::Tensor standard_gamma(const at::Tensor& alpha, std::optional<at::Generator> generator);
+at::Tensor sample_dirichlet(const at::Tensor& alpha, std::optional<at::Generator> generator);
+at::Tensor poisson(const at::Tensor& rates, std::optional<at::Generator> generator);
+at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob, std::optional<at::Generator> generator);
+at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output);
+at::Tensor dirichlet_grad(const at::Tensor& x, const at::Tensor& alpha, const at::Tensor& total);
+
+// assert_async.cc
+void assert_async(const at::Tensor& self);
+void assert_async_message(const at::Tensor& self, c10::string_view message);
+
+// multinomial.cc
+at::Tensor multinomial(const at::Tensor& self, int64_t samples, bool replacement,
+                       std::optional<at::Generator> generator);
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t samples, bool replacement,
+                            std::optional<at::Generator> generator, at::Tensor& out);
 
 }  // namespace kiln::torch_integration::native

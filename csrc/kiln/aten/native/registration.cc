@@ -1,5 +1,6 @@
 // The native ops' registration table: allocation, views, set_ and resize_,
-// copies, fill_, item(), dropout and the fused RNN cells, whose kernels are
+// copies, fill_, item(), dropout, the fused RNN cells and the samplers of
+// torch.distributions (multinomial, gamma, Dirichlet, Poisson, binomial), whose kernels are
 // Kiln's runtime (native_kernels.h).
 #include <torch/library.h>
 
@@ -33,6 +34,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(native::fused_lstm_cell_backward));
   m.impl("_thnn_fused_gru_cell", TORCH_FN(native::fused_gru_cell));
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(native::fused_gru_cell_backward));
+  m.impl("multinomial", TORCH_FN(native::multinomial));
+  m.impl("multinomial.out", TORCH_FN(native::multinomial_out));
+  m.impl("_standard_gamma", TORCH_FN(native::standard_gamma));
+  m.impl("_sample_dirichlet", TORCH_FN(native::sample_dirichlet));
+  m.impl("poisson", TORCH_FN(native::poisson));
+  m.impl("binomial", TORCH_FN(native::binomial));
+  m.impl("_standard_gamma_grad", TORCH_FN(native::standard_gamma_grad));
+  m.impl("_dirichlet_grad", TORCH_FN(native::dirichlet_grad));
+  m.impl("_assert_async", TORCH_FN(native::assert_async));
+  m.impl("_assert_async.msg", TORCH_FN(native::assert_async_message));
 }
 
 // Copies from lazily conjugated or negated views: resolved on the host

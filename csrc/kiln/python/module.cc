@@ -19,6 +19,7 @@
 #include "kiln/compiler/private_folder.h"
 #include "kiln/python/distributed_bindings.h"
 #include "kiln/python/program_bindings.h"
+#include "kiln/python/profiler_bindings.h"
 #include "kiln/runtime/stream.h"
 
 namespace kiln::torch_integration {
@@ -144,6 +145,7 @@ PYBIND11_MODULE(_C, module) {
   Stream::set_wait_permission(&may_wait_without_the_gil);
   bind_program(module);
   bind_distributed(module);
+  bind_profiler(module);
 
   module.def("_init", [] { runtime(); });
   module.def("_is_initialized", &Runtime::initialized);

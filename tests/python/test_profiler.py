@@ -118,3 +118,13 @@ def test_profiler_off_records_nothing(model_and_data):
     with profile(activities=DEVICE_ACTIVITIES) as empty:
         pass
     assert not device_events(empty)
+
+
+def test_autograd_profiler_marker_mode_times_the_device(model_and_data):
+    """use_device="kiln" without Kineto: device time from events recorded on the
+    stream around each op, as CUDA's legacy mode does."""
+    model, inputs, target = model_and_data
+    with torch.autograd.profiler.profile(use_device="kiln") as prof:
+        (inputs @ inputs.T).cpu()
+    averages = {average.key: average for average in prof.key_averages()}
+    assert averages["aten::mm"].device_time_total > 0

@@ -128,3 +128,21 @@ def test_autograd_profiler_marker_mode_times_the_device(model_and_data):
         (inputs @ inputs.T).cpu()
     averages = {average.key: average for average in prof.key_averages()}
     assert averages["aten::mm"].device_time_total > 0
+
+
+def test_a_collective_is_device_activity(tmp_path):
+    import torch.distributed as dist
+    dist.init_process_group("kiln", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        tensor = torch.ones(1024, device="kiln")
+        with profile(activities=DEVICE_ACTIVITIES) as prof:
+            dist.all_reduce(tensor)
+            dist.broadcast(tensor, src=0)
+            torch.kiln.synchronize()
+    finally:
+        dist.destroy_process_group()
+    collectives = [event for event in device_events(prof) if event.name in ("all_reduce", "broadcast")]
+    assert {event.name for event in collectives} == {"all_reduce", "broadcast"}
+    host_ops = {event.id: event.name for event in prof.events() if event.device_type == DeviceType.CPU}
+    assert all(host_ops.get(event.linked_correlation_id, "").startswith("c10d::") for event in collectives), \
+        [(event.name, host_ops.get(event.linked_correlation_id)) for event in collectives]

@@ -33,8 +33,9 @@ namespace {
 using libkineto::ActivityType;
 
 // What the device did, as Kineto types it: copies as memcpy, fills as
-// memset, everything else (Kiln's kernels, library calls) as a kernel, as
-// cuBLAS's kernels are on CUDA.
+// memset, everything else (Kiln's kernels, library calls, collectives) as a
+// kernel, as cuBLAS's and NCCL's kernels are on CUDA. The "kind" metadata
+// tells them apart.
 struct Classified {
   ActivityType type;
   const char* kind;
@@ -97,7 +98,9 @@ class DeviceActivitySession : public libkineto::IActivityProfilerSession {
     for (const device_trace::Activity& recorded : device_trace::take()) {
       if (recorded.start_ns < start_time || recorded.end_ns > end_time) continue;
       const std::string name = recorded.name;
-      const Classified kind = classify(name);
+      const Classified kind = recorded.kind == device_trace::Activity::Kind::kCollective
+                                  ? Classified{ActivityType::CONCURRENT_KERNEL, "collective"}
+                                  : classify(name);
       libkineto::GenericTraceActivity activity(device_span(), kind.type, name);
       activity.startTime = recorded.start_ns;
       activity.endTime = recorded.end_ns;

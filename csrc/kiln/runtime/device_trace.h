@@ -1,8 +1,8 @@
 // DeviceTrace: what the device ran, recorded for a profiler.
 //
 // While recording (a profiler that asked for the device's activity is on,
-// csrc/kiln/profiler/), every piece of work a Stream runs is recorded as an
-// Activity: the op that queued it, its device and stream, the start and end
+// csrc/kiln/profiler/), every piece of work a Stream runs (and each
+// collective of the distributed backend) is recorded as an Activity: the op that queued it, its device and stream, the start and end
 // of its run on the device, and the correlation id of the host op that queued
 // it, which links the device's timeline to the host's. The host side pushes
 // and pops those ids around each op it profiles (push_correlation,
@@ -28,6 +28,7 @@
 namespace kiln::device_trace {
 
 struct Activity {
+  enum class Kind : uint8_t { kWork, kCollective };
   const char* name = nullptr;  // the op that queued the work (a static string)
   int device = 0;
   int64_t stream = 0;
@@ -35,6 +36,9 @@ struct Activity {
   int64_t start_ns = 0;        // system clock, since the Unix epoch
   int64_t end_ns = 0;
   bool queued = false;         // ran from the stream's queue, not in the launching call
+  // Work a stream ran, or a collective (recorded by the distributed backend:
+  // from its start to when Kiln saw it finish).
+  Kind kind = Kind::kWork;
 };
 
 namespace detail {
@@ -71,9 +75,10 @@ class Timer {
     activity_ = Activity{name, device, stream, correlation, now_ns(), 0, true};
   }
   // Work run at once in the launching call, queued by its current host op.
-  Timer(const char* name, int device, int64_t stream) : active_(recording()) {
+  Timer(const char* name, int device, int64_t stream, Activity::Kind kind = Activity::Kind::kWork)
+      : active_(recording()) {
     if (!active_) return;
-    activity_ = Activity{name, device, stream, current_correlation(), now_ns(), 0, false};
+    activity_ = Activity{name, device, stream, current_correlation(), now_ns(), 0, false, kind};
   }
   ~Timer() {
     if (!active_) return;

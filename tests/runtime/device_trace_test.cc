@@ -67,8 +67,16 @@ TEST_F(DeviceTraceTest, EventMarkersAreNotDeviceWork) {
   device_trace::start();
   ASSERT_TRUE(stream.enqueue_without_waiting("test::marker", [] { return Status(); }).ok());
   ASSERT_TRUE(stream.synchronize().ok());
+  {
+    Stream::InlineRegion region(stream);  // a marker run at once in a held region
+    ASSERT_TRUE(region.held());
+    ASSERT_TRUE(stream.enqueue_without_waiting("test::held_marker", [] { return Status(); }).ok());
+    ASSERT_TRUE(stream.enqueue("test::held_work", [] { return Status(); }).ok());
+  }
   device_trace::stop();
-  EXPECT_TRUE(device_trace::take().empty());
+  std::vector<device_trace::Activity> activities = device_trace::take();
+  ASSERT_EQ(activities.size(), 1u);
+  EXPECT_STREQ(activities[0].name, "test::held_work");
 }
 
 TEST_F(DeviceTraceTest, DeepNestingKeepsTheDeepestKeptOp) {

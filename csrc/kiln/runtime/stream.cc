@@ -124,7 +124,11 @@ Status Stream::enqueue_without_waiting(const char* name, Work work) {
 }
 
 Status Stream::push(const char* name, Work work, bool may_wait, bool traced) {
-  if (held_by_this_thread()) return run_held(name, work);
+  if (held_by_this_thread()) {
+    if (traced) return run_held(name, work);
+    Status status = run_in_caller(work);  // a marker: no device work for the profiler
+    return status.ok() ? status : with_stream_context(name, status);
+  }
   if (blocking_) return run_synchronously(name, work);
   bool wake;
   {

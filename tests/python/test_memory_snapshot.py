@@ -79,7 +79,7 @@ def test_recording_off_stops_recording_and_state_keeps_no_actions():
     torch.empty(128, device="kiln")
     torch.kiln.synchronize()
     assert len(trace_of(memory._snapshot())) == recorded  # kept, not extended
-    memory._record_memory_history("state", context="state", clear_history=True)
+    memory._record_memory_history("state", clear_history=True)  # context "all" keeps block stacks
     live = torch.empty(128, device="kiln")
     snapshot = memory._snapshot()
     assert trace_of(snapshot) == []
@@ -126,3 +126,14 @@ def test_pytorch_memory_visualizer_reads_a_kiln_snapshot(tmp_path):
         assert flamegraph(snapshot, format_flamegraph=lambda lines: lines)
     assert "<html" in _memory_viz.trace_plot(snapshot).lower()
     assert "<html" in _memory_viz.segment_plot(snapshot).lower()
+
+
+def test_memory_visualizer_plots_a_profile_of_kiln_memory():
+    from torch.profiler import ProfilerActivity, profile
+    model = torch.nn.Linear(32, 16).to("kiln")
+    inputs = torch.randn(8, 32, device="kiln")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], profile_memory=True,
+                 record_shapes=True, with_stack=True) as prof:
+        model(inputs).sum().backward()
+        torch.kiln.synchronize()
+    assert "<html" in _memory_viz.profile_plot(prof).lower()

@@ -98,10 +98,6 @@ void record_memory_history(const std::optional<std::string>& enabled, const std:
   if (stacks != "python" && stacks != "all") {
     throw py::value_error("_record_memory_history: stacks must be 'python' or 'all', got '" + stacks + "'");
   }
-  if (enabled.has_value() && *enabled == "state" && context.has_value() && *context != "state") {
-    throw py::value_error("_record_memory_history: context '" + *context +
-                          "' needs a history of actions: pass enabled='all'");
-  }
   Runtime& kiln = runtime();
   if (!enabled.has_value()) {
     for (int device = 0; device < kiln.device_count(); ++device) {
@@ -111,6 +107,7 @@ void record_memory_history(const std::optional<std::string>& enabled, const std:
     return;
   }
   MemoryHistoryOptions options;
+  // "state" keeps no actions, so only the live blocks' stacks matter then.
   options.record_actions = *enabled == "all";
   options.context_for_blocks = context.has_value();
   options.context_for_allocs = context.has_value() && (*context == "alloc" || *context == "all");

@@ -644,3 +644,89 @@ TEST_F(CachingAllocatorTest, ConcurrentAllocateAndFree) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+std::vector<MemoryAction::Kind> kinds_of(const std::vector<MemoryAction>& actions) {
+  std::vector<MemoryAction::Kind> kinds;
+  for (const MemoryAction& action : actions) kinds.push_back(action.kind);
+  return kinds;
+}
+
+TEST_F(CachingAllocatorTest, HistoryRecordsActionsOnlyWhileEnabled) {
+  void* before = allocate(kKiB);
+  allocator.free(before);
+  EXPECT_TRUE(allocator.history().empty());
+  allocator.enable_history(MemoryHistoryOptions{});
+  void* pointer = allocate(3 * kMiB);  // a new large segment
+  allocator.free(pointer);
+  allocator.empty_cache();
+  allocator.disable_history();
+  allocator.free(allocate(kKiB));
+  std::vector<MemoryAction> actions = allocator.history();
+  using K = MemoryAction;
+  // empty_cache() also returns the small segment allocated before.
+  EXPECT_EQ(kinds_of(actions), (std::vector<MemoryAction::Kind>{K::kSegmentAlloc, K::kAlloc, K::kFreeRequested,
+                                                                 K::kFreeCompleted, K::kSegmentFree,
+                                                                 K::kSegmentFree}));
+  EXPECT_EQ(actions[1].address, reinterpret_cast<uint64_t>(pointer));
+  EXPECT_EQ(actions[1].size, 3 * kMiB);
+  EXPECT_EQ(actions[0].size, CachingAllocator::kLargeSegmentSize);
+  EXPECT_EQ(actions[1].stream, s1.id());
+  EXPECT_GT(actions[1].time_us, 0);
+  allocator.clear_history();
+  EXPECT_TRUE(allocator.history().empty());
+}
+
+TEST_F(CachingAllocatorTest, HistoryRingKeepsTheNewest) {
+  MemoryHistoryOptions options;
+  options.max_entries = 3;
+  allocator.enable_history(options);
+  for (int i = 0; i < 4; ++i) allocator.free(allocate(kKiB));
+  std::vector<MemoryAction> actions = allocator.history();
+  using K = MemoryAction;
+  EXPECT_EQ(kinds_of(actions), (std::vector<MemoryAction::Kind>{K::kAlloc, K::kFreeRequested, K::kFreeCompleted}));
+}
+
+int gathered = 0;
+MemoryContext count_gather() {
+  ++gathered;
+  return std::make_shared<int>(gathered);
+}
+
+TEST_F(CachingAllocatorTest, SnapshotCoversEachSegmentWithItsBlocksAndContexts) {
+  MemoryHistoryOptions options;
+  options.gatherer = &count_gather;
+  allocator.enable_history(options);
+  void* small = allocate(100);
+  void* large = allocate(11 * kMiB);
+  void* freed = allocate(2 * kKiB);
+  allocator.free(freed);
+  std::vector<CachingAllocator::SegmentSnapshot> segments = allocator.snapshot();
+  ASSERT_EQ(segments.size(), 2u);
+  uint64_t reserved = 0;
+  for (const auto& segment : segments) {
+    reserved += segment.total_size;
+    uint64_t covered = 0;
+    for (const auto& block : segment.blocks) {
+      EXPECT_EQ(block.address, segment.address + covered);
+      covered += block.size;
+    }
+    EXPECT_EQ(covered, segment.total_size);
+  }
+  EXPECT_EQ(static_cast<int64_t>(reserved), allocator.stats().reserved_bytes[kAllPools].current);
+  const auto& small_segment = segments[0].small ? segments[0] : segments[1];
+  ASSERT_EQ(small_segment.blocks[0].address, reinterpret_cast<uint64_t>(small));
+  EXPECT_EQ(small_segment.blocks[0].state, CachingAllocator::BlockSnapshot::kActiveAllocated);
+  EXPECT_EQ(small_segment.blocks[0].requested, 100u);
+  EXPECT_NE(small_segment.blocks[0].context, nullptr);
+  EXPECT_EQ(small_segment.blocks[1].state, CachingAllocator::BlockSnapshot::kInactive);
+  EXPECT_EQ(small_segment.allocated, 512u);
+  EXPECT_EQ(gathered, 4);  // three allocations and one free
+  allocator.free(small);
+  allocator.free(large);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -224,10 +224,16 @@ c10::intrusive_ptr<c10d::Work> KilnBackend::ran_in_shared_memory(const char* nam
                                                                  const std::function<void()>& run,
                                                                  KilnWork::Finish after) {
   std::exception_ptr failure;
-  try {
-    run();
-  } catch (...) {
-    failure = std::current_exception();
+  {
+    // Device work for the profiler (runtime/device_trace.h), on the current stream.
+    const int device = outputs.empty() ? -1 : outputs.front().device().index();
+    device_trace::Timer timer(name, device < 0 ? 0 : device, current_runtime_stream(device).id(),
+                              device_trace::Activity::Kind::kCollective);
+    try {
+      run();
+    } catch (...) {
+      failure = std::current_exception();
+    }
   }
   return finished_here(name, type, std::move(outputs), failure, std::move(after));
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kiln/base/thread_name.h"
+#include "kiln/c10/device_guard.h"
 
 namespace kiln::torch_integration::distributed {
 namespace {
@@ -55,7 +56,20 @@ KilnWork::KilnWork(CollectiveLabel label, c10d::OpType type,
       outputs_(std::move(outputs)),
       finish_(std::move(finish)),
       timeout_(timeout),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors())) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors())) {
+  // A collective run by the transport is device work the profiler shows from
+  // here to its completion (ran_in_shared_memory records its own).
+  if (device_trace::recording() && !transport_.empty()) {
+    const int device = outputs_.empty() ? -1 : outputs_.front().device().index();
+    trace_.name = label.name;
+    trace_.device = device < 0 ? 0 : device;
+    trace_.stream = current_runtime_stream(device).id();
+    trace_.correlation = device_trace::current_correlation();
+    trace_.start_ns = device_trace::now_ns();
+    trace_.queued = true;
+    trace_.kind = device_trace::Activity::Kind::kCollective;
+  }
+}
 
 c10::intrusive_ptr<KilnWork> KilnWork::start(Completer& completer, CollectiveLabel label,
                                              c10d::OpType type,
@@ -98,6 +112,10 @@ void KilnWork::complete() {
     } catch (...) {
       failure = std::current_exception();
     }
+  }
+  if (trace_.start_ns != 0) {
+    trace_.end_ns = device_trace::now_ns();
+    device_trace::record(trace_);
   }
   if (failure) {
     future_->setError(std::make_exception_ptr(error(message_of(failure))));

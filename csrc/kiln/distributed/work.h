@@ -22,6 +22,8 @@
 // Work.wait releases it before calling; its deprecated synchronize does not).
 #pragma once
 
+#include "kiln/runtime/device_trace.h"
+
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
@@ -200,6 +202,9 @@ class KilnWork : public c10d::Work {
 
   std::shared_ptr<CompletionBell> bell_;  // set by start()
   CollectiveLabel label_;
+  // While a profiler records the device (runtime/device_trace.h): the
+  // collective's start, device, stream and queuing op; start_ns 0 otherwise.
+  device_trace::Activity trace_;
   std::vector<c10::intrusive_ptr<c10d::Work>> transport_;
   std::vector<at::Tensor> outputs_;
   Finish finish_;

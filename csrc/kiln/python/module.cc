@@ -20,6 +20,7 @@
 #include "kiln/python/custom_kernel_bindings.h"
 #include "kiln/python/distributed_bindings.h"
 #include "kiln/python/program_bindings.h"
+#include "kiln/python/profiler_bindings.h"
 #include "kiln/runtime/stream.h"
 
 namespace kiln::torch_integration {
@@ -146,6 +147,7 @@ PYBIND11_MODULE(_C, module) {
   bind_program(module);
   bind_distributed(module);
   bind_custom_kernels(module);
+  bind_profiler(module);
 
   module.def("_init", [] { runtime(); });
   module.def("_is_initialized", &Runtime::initialized);

@@ -26,6 +26,7 @@ struct CachingAllocator::Block {
   // stream->submitted() when last freed: queued work up to that count may
   // still use the memory (while free, for a merged block, the largest).
   uint64_t fence = 0;
+  MemoryContext context;  // of its allocation, while the history keeps it
 };
 
 bool CachingAllocator::BlockOrder::operator()(const Block* left, const Block* right) const {
@@ -41,6 +42,7 @@ CachingAllocator::~CachingAllocator() {
   // The streams have finished their work: a private runtime destroys them
   // first, and the process-wide one is never destroyed.
   std::lock_guard<std::mutex> lock(mutex_);
+  history_.disable();  // its actions would name streams already destroyed
   release_cached_segments(small_pool_, /*only_completed=*/false);
   release_cached_segments(large_pool_, /*only_completed=*/false);
 }
@@ -107,6 +109,10 @@ StatusOr<CachingAllocator::Block*> CachingAllocator::reserve_segment(size_t roun
   block->stream = &stream;
   block->small = rounded <= kSmallRequestLimit;
   segments_.emplace(block->pointer, segment_size);
+  if (history_.enabled()) {
+    history_.record(MemoryAction{MemoryAction::kSegmentAlloc, reinterpret_cast<uint64_t>(block->pointer),
+                                 segment_size, stream.id()});
+  }
   stats_.num_device_alloc += 1;
   update_stats(&AllocatorStats::segment, block->small, 1);
   update_stats(&AllocatorStats::reserved_bytes, block->small, static_cast<int64_t>(segment_size));
@@ -133,6 +139,7 @@ void CachingAllocator::split_block(Block* block, size_t rounded, Pool& pool) {
 
 StatusOr<void*> CachingAllocator::allocate(size_t bytes, Stream& stream) {
   if (bytes == 0) return static_cast<void*>(nullptr);
+  MemoryContext context = history_.gather_for_alloc();  // before the lock: it may wait for Python
   std::unique_lock<std::mutex> lock(mutex_);
   if (bytes > kMaxRequest) {
     // Rounding would overflow size_t (and hand out a tiny block); no device
@@ -158,6 +165,10 @@ StatusOr<void*> CachingAllocator::allocate(size_t bytes, Stream& stream) {
     }
     if (!reserved.ok()) {
       stats_.num_ooms += 1;
+      MemoryAction failed{MemoryAction::kOutOfMemory, 0, bytes, stream.id()};
+      failed.device_free = free_device_bytes();
+      failed.context = history_.keeps_alloc_context() ? context : nullptr;
+      history_.record(std::move(failed));
       return out_of_memory_status(bytes, reserved.status());
     }
     block = reserved.value();
@@ -165,6 +176,13 @@ StatusOr<void*> CachingAllocator::allocate(size_t bytes, Stream& stream) {
   split_block(block, rounded, pool);
   block->state = BlockState::kAllocated;
   block->requested = bytes;
+  if (history_.enabled()) {
+    MemoryAction action{MemoryAction::kAlloc, reinterpret_cast<uint64_t>(block->pointer), block->size,
+                        stream.id()};
+    if (history_.keeps_alloc_context()) action.context = context;
+    history_.record(std::move(action));
+    if (history_.keeps_block_context()) block->context = std::move(context);
+  }
   allocated_blocks_.emplace(block->pointer, block);
   update_stats(&AllocatorStats::allocation, block->small, 1);
   update_stats(&AllocatorStats::active, block->small, 1);
@@ -176,11 +194,16 @@ StatusOr<void*> CachingAllocator::allocate(size_t bytes, Stream& stream) {
 
 void CachingAllocator::free(void* pointer) {
   if (pointer == nullptr) return;
+  MemoryContext context = history_.gather_for_free();  // before the lock: it may wait for Python
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = allocated_blocks_.find(pointer);
   if (found == allocated_blocks_.end()) return;
   Block* block = found->second;
   allocated_blocks_.erase(found);
+  if (history_.enabled()) {
+    history_.record(MemoryAction{MemoryAction::kFreeRequested, reinterpret_cast<uint64_t>(block->pointer),
+                                 block->size, block->stream->id(), 0, 0, std::move(context)});
+  }
   update_stats(&AllocatorStats::allocation, block->small, -1);
   update_stats(&AllocatorStats::allocated_bytes, block->small, -static_cast<int64_t>(block->size));
   update_stats(&AllocatorStats::requested_bytes, block->small,
@@ -213,6 +236,11 @@ void CachingAllocator::return_to_pool(Block* block) {
   update_stats(&AllocatorStats::active, block->small, -1);
   update_stats(&AllocatorStats::active_bytes, block->small, -static_cast<int64_t>(block->size));
   block->state = BlockState::kFree;
+  block->context = nullptr;
+  if (history_.enabled()) {
+    history_.record(MemoryAction{MemoryAction::kFreeCompleted, reinterpret_cast<uint64_t>(block->pointer),
+                                 block->size, block->stream->id()});
+  }
   // Merge with free neighbours so the segment can be reused whole.
   if (Block* before = block->previous; before != nullptr && before->state == BlockState::kFree) {
     pool.erase(before);
@@ -282,6 +310,10 @@ void CachingAllocator::release_cached_segments(Pool& pool, bool only_completed) 
       continue;
     }
     it = pool.erase(it);
+    if (history_.enabled()) {
+      history_.record(MemoryAction{MemoryAction::kSegmentFree, reinterpret_cast<uint64_t>(block->pointer),
+                                   block->size, block->stream->id()});
+    }
     driver_.free_segment(device_, block->pointer, block->size);
     segments_.erase(block->pointer);
     stats_.num_device_free += 1;
@@ -360,6 +392,58 @@ void CachingAllocator::reset_accumulated_stats() {
   stats_.num_ooms = 0;
   stats_.num_device_alloc = 0;
   stats_.num_device_free = 0;
+}
+
+void CachingAllocator::enable_history(const MemoryHistoryOptions& options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  history_.enable(options);
+}
+
+void CachingAllocator::disable_history() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  history_.disable();
+}
+
+void CachingAllocator::clear_history() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  history_.clear();
+}
+
+std::vector<MemoryAction> CachingAllocator::history() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return history_.actions();
+}
+
+std::vector<CachingAllocator::SegmentSnapshot> CachingAllocator::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Every block by address: the free ones are in the pools, the others in
+  // allocated_blocks_ and pending_frees_; a segment's blocks chain from its base.
+  std::unordered_map<const char*, const Block*> blocks;
+  for (const Pool* pool : {&small_pool_, &large_pool_}) {
+    for (const Block* block : *pool) blocks.emplace(block->pointer, block);
+  }
+  for (const auto& [pointer, block] : allocated_blocks_) blocks.emplace(block->pointer, block);
+  for (const PendingFree& pending : pending_frees_) blocks.emplace(pending.block->pointer, pending.block);
+  std::vector<SegmentSnapshot> segments;
+  for (const auto& [base, size] : segments_) {
+    auto first = blocks.find(base);
+    if (first == blocks.end()) continue;  // cannot happen: a segment's base is always a block
+    SegmentSnapshot segment{reinterpret_cast<uint64_t>(base), size, first->second->stream->id(),
+                            first->second->small, 0, 0, 0, {}};
+    for (const Block* block = first->second; block != nullptr; block = block->next) {
+      BlockSnapshot::State state = block->state == BlockState::kAllocated ? BlockSnapshot::kActiveAllocated
+                                   : block->state == BlockState::kWaitingForStreams
+                                       ? BlockSnapshot::kActivePendingFree
+                                       : BlockSnapshot::kInactive;
+      if (state == BlockSnapshot::kActiveAllocated) segment.allocated += block->size;
+      if (state != BlockSnapshot::kInactive) segment.active += block->size;
+      segment.requested += block->requested;
+      segment.blocks.push_back(BlockSnapshot{reinterpret_cast<uint64_t>(block->pointer), block->size,
+                                             block->requested, state, block->context});
+    }
+    segments.push_back(std::move(segment));
+  }
+  return segments;
 }
 
 uint64_t CachingAllocator::free_device_bytes() const {

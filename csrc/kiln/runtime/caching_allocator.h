@@ -30,6 +30,10 @@
 // cached, unused segments to the driver and tries once more; if that fails it
 // returns kOutOfMemory with a message describing the device's memory.
 //
+// Memory history: while enabled (enable_history), every action is recorded
+// with the caller's context and snapshot() lists each segment and its blocks,
+// for torch.kiln.memory._snapshot(); see memory_history.h.
+//
 // Thread-safety: all methods are thread-safe. Lock order is allocator, then
 // stream: the allocator may enqueue event markers while holding its lock.
 #pragma once
@@ -46,6 +50,7 @@
 #include "kiln/runtime/allocator_stats.h"
 #include "kiln/runtime/driver.h"
 #include "kiln/runtime/event.h"
+#include "kiln/runtime/memory_history.h"
 #include "kiln/runtime/stream.h"
 
 namespace kiln {
@@ -82,6 +87,34 @@ class CachingAllocator {
   AllocatorStats stats() const;
   void reset_peak_stats();
   void reset_accumulated_stats();
+
+  // Memory history (memory_history.h). Enabling again changes the options and
+  // keeps what was recorded; disabling keeps it too, for a later snapshot.
+  void enable_history(const MemoryHistoryOptions& options);
+  void disable_history();
+  void clear_history();
+  std::vector<MemoryAction> history() const;
+
+  struct BlockSnapshot {
+    enum State { kActiveAllocated, kActivePendingFree, kInactive };
+    uint64_t address;
+    uint64_t size;
+    uint64_t requested;
+    State state;
+    MemoryContext context;  // of its allocation, while recorded
+  };
+  struct SegmentSnapshot {
+    uint64_t address;
+    uint64_t total_size;
+    int64_t stream;
+    bool small;
+    uint64_t allocated;  // bytes of active_allocated blocks
+    uint64_t active;     // ... and of blocks waiting for other streams
+    uint64_t requested;
+    std::vector<BlockSnapshot> blocks;  // in address order, covering the segment
+  };
+  // Every segment the allocator holds, in address order.
+  std::vector<SegmentSnapshot> snapshot() const;
 
   // Bytes the driver still has for this device.
   uint64_t free_device_bytes() const;
@@ -129,6 +162,7 @@ class CachingAllocator {
   std::map<const char*, size_t> segments_;  // base -> size, for contains()
   std::vector<PendingFree> pending_frees_;
   AllocatorStats stats_;
+  MemoryHistory history_;
 };
 
 }  // namespace kiln

@@ -120,11 +120,15 @@ Status Stream::enqueue(const char* name, Work work) {
 }
 
 Status Stream::enqueue_without_waiting(const char* name, Work work) {
-  return push(name, std::move(work), false);
+  return push(name, std::move(work), false, /*traced=*/false);
 }
 
-Status Stream::push(const char* name, Work work, bool may_wait) {
-  if (held_by_this_thread()) return run_held(name, work);
+Status Stream::push(const char* name, Work work, bool may_wait, bool traced) {
+  if (held_by_this_thread()) {
+    if (traced) return run_held(name, work);
+    Status status = run_in_caller(work);  // a marker: no device work for the profiler
+    return status.ok() ? status : with_stream_context(name, status);
+  }
   if (blocking_) return run_synchronously(name, work);
   bool wake;
   {
@@ -134,7 +138,8 @@ Status Stream::push(const char* name, Work work, bool may_wait) {
       room_available_.wait(lock, [this] { return queue_.size() < kMaxQueued || stopping_; });
       --room_waiters_;
     }
-    queue_.push_back(Item{name, std::move(work)});
+    queue_.push_back(Item{name, std::move(work),
+                          device_trace::recording() ? device_trace::current_correlation() : 0, traced});
     queued_.store(queue_.size(), std::memory_order_release);
     submitted_.fetch_add(1, std::memory_order_release);
     if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
@@ -154,7 +159,7 @@ Status Stream::run_synchronously(const char* name, const Work& work) {
   caller_busy_ = true;
   ordering_points_.fetch_add(1, std::memory_order_acq_rel);
   lock.unlock();
-  Status status = run_in_caller(work);
+  Status status = run_device_work_in_caller(name, work);
   end_inline();
   return status.ok() ? status : with_stream_context(name, status);
 }
@@ -245,7 +250,13 @@ size_t Stream::run_batch(std::vector<Item>& batch, const std::atomic<bool>* stop
   for (; next < batch.size(); ++next) {
     if (stop != nullptr && stop->load(std::memory_order_acquire)) break;
     Item& item = batch[next];
-    Status status = run_inline(item.work);
+    Status status;
+    if (item.traced && device_trace::recording()) {
+      device_trace::Timer timer(item.name, device_, id_, item.correlation);
+      status = run_inline(item.work);
+    } else {
+      status = run_inline(item.work);
+    }
     // Release what the work captured (tensors whose deleters may free memory
     // and enqueue onto streams) before taking the lock again.
     item.work = nullptr;

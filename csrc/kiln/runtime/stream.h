@@ -56,6 +56,12 @@
 // enqueue_without_waiting() does not flush either: its markers (the caching
 // allocator's) concern memory that held work keeps alive anyway.
 //
+// Profiling: while device_trace::recording() (device_trace.h), each item run,
+// queued or at once, is timed on the thread that runs it and recorded with
+// its name, this stream and the correlation id of the host op that queued it
+// (read when it is queued); enqueue_without_waiting's markers are not. While
+// not recording, an item costs one relaxed atomic load more.
+//
 // Thread-safety: all methods may be called from any thread. Work items must
 // not enqueue onto or synchronize their own stream.
 #pragma once
@@ -72,6 +78,7 @@
 #include <vector>
 
 #include "kiln/base/status.h"
+#include "kiln/runtime/device_trace.h"
 
 namespace kiln {
 
@@ -125,7 +132,7 @@ class Stream {
     submit_deferred();
     if (held_by_this_thread()) return run_held(name, work);
     if (bytes <= kInlineLaunchBytes && try_begin_inline()) {
-      Status status = run_in_caller(work);
+      Status status = run_device_work_in_caller(name, work);
       end_inline();
       return status.ok() ? status : with_stream_context(name, status);
     }
@@ -145,7 +152,7 @@ class Stream {
       return true;
     }
     if (bytes > limit || !try_begin_inline()) return false;
-    status = run_in_caller(work);
+    status = run_device_work_in_caller(name, work);
     end_inline();
     if (!status.ok()) status = with_stream_context(name, status);
     return true;
@@ -240,6 +247,10 @@ class Stream {
   struct Item {
     const char* name;
     Work work;
+    // The host op that queued it, for the profiler (device_trace.h); set
+    // only while recording.
+    uint64_t correlation = 0;
+    bool traced = true;  // false for markers (events), which do no device work
   };
 
   // The stream this thread holds through an InlineRegion, or null.
@@ -248,7 +259,7 @@ class Stream {
   // Runs `work` at once for the thread holding the stream, naming it on failure.
   template <typename Function>
   Status run_held(const char* name, Function& work) const {
-    Status status = run_in_caller(work);
+    Status status = run_device_work_in_caller(name, work);
     return status.ok() ? status : with_stream_context(name, status);
   }
 
@@ -279,11 +290,19 @@ class Stream {
     return scope(context, [](void* erased) { return run_inline(*static_cast<Function*>(erased)); });
   }
 
+  // run_in_caller() for device work (not a wrapper of queued items), timed
+  // for the profiler while it records.
+  template <typename Function>
+  Status run_device_work_in_caller(const char* name, Function& work) const {
+    device_trace::Timer timer(name, device_, id_);
+    return run_in_caller(work);
+  }
+
   void flush_deferred();
   static std::atomic<DeferredFlush> deferred_flush_;
   std::atomic<bool> deferred_{false};
 
-  Status push(const char* name, Work work, bool may_wait);
+  Status push(const char* name, Work work, bool may_wait, bool traced = true);
   void worker_loop();
   // Returns with the stream idle (needs mutex_, held through `lock`): takes
   // the queue over from the worker and runs it in the calling thread, or,

@@ -1,4 +1,7 @@
-"""Memory statistics and cache control of torch.kiln, as in torch.cuda."""
+"""Memory statistics, cache control and memory snapshots of torch.kiln, as in torch.cuda."""
+import pickle
+import sys
+
 from .. import _C
 from ._device import _device_index, _lazy_init
 
@@ -100,3 +103,43 @@ def memory_summary(device=None, abbreviated=False):
                f"{'Out-of-memory errors: ' + str(stats['num_ooms']):<42} |")
     out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize,
+                           device=None, clear_history=False):
+    """Records what the caching allocator does, for :func:`_snapshot`, as
+    ``torch.cuda.memory._record_memory_history`` does.
+
+    ``enabled``: ``None`` stops recording, ``"state"`` keeps the stack of each
+    live allocation, ``"all"`` also keeps a history of the allocator's actions
+    (``alloc``, ``free_requested``, ``free_completed``, ``segment_alloc``,
+    ``segment_free``, ``oom``), the newest ``max_entries`` of them.
+    ``context``: which actions keep a stack (``None``, ``"state"``, ``"alloc"``,
+    ``"all"``); ``stacks``: ``"python"`` frames, or ``"all"`` with C++ frames.
+    Applies to every kiln device (``device`` is accepted for torch.cuda's
+    signature). ``True``/``False`` stand for ``"all"``/``None``. Stacks are not
+    taken for memory freed by work the device runs (a stream's worker may not
+    wait for the interpreter): those actions have no frames.
+    """
+    if isinstance(enabled, bool):
+        enabled = "all" if enabled else None
+    if not isinstance(max_entries, int) or max_entries <= 0:
+        raise ValueError(f"_record_memory_history: max_entries must be a positive int, got {max_entries!r}")
+    _lazy_init()
+    _C._record_memory_history(enabled, context, stacks, max_entries, clear_history)
+
+
+def _snapshot(device=None):
+    """The allocator's state and recorded history, in ``torch.cuda.memory._snapshot()``'s
+    format: ``{"segments": [...], "device_traces": [[...], ...]}``, one trace per
+    kiln device. PyTorch's memory visualizer (``torch.cuda._memory_viz``,
+    https://pytorch.org/memory_viz) reads it."""
+    _lazy_init()
+    return _C._memory_snapshot()
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle"):
+    """Pickles :func:`_snapshot` to ``filename``, for https://pytorch.org/memory_viz."""
+    snapshot = _snapshot()
+    with open(filename, "wb") as f:
+        pickle.dump(snapshot, f)

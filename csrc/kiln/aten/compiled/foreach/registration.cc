@@ -3,12 +3,15 @@
 #include <torch/library.h>
 
 #include "kiln/aten/compiled/foreach/foreach_ops.h"
+#include "kiln/aten/compiled/foreach/fused_optimizers.h"
 
 namespace kiln::torch_integration {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // torch._foreach_* over pointwise ops: one stream task per call (foreach_ops.h).
   compiled::register_foreach_ops(m);
+  // torch.optim.Adam/AdamW(fused=True): composed of the foreach ops (fused_optimizers.h).
+  compiled::register_fused_optimizers(m);
 }
 
 }  // namespace kiln::torch_integration

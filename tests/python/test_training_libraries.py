@@ -132,3 +132,28 @@ def test_accelerate_mixed_precision_autocasts_on_kiln(fresh_accelerate_state, mi
     assert (accelerator.scaler is not None) == (mixed_precision == "fp16")  # fp16 scales the loss
     assert torch_kiln.get_fallback_ops() == {}
     assert losses[-1] < losses[0]
+
+
+def test_trainer_checkpoint_resumes_on_kiln(tmp_path, monkeypatch, fresh_accelerate_state):
+    """A checkpoint (weights, fused AdamW state on kiln, RNG states) saved mid-run and resumed
+    by a new Trainer ends where the uninterrupted run ends; evaluation runs on kiln too."""
+    monkeypatch.setenv("ACCELERATE_TORCH_DEVICE", "kiln")
+    torch_kiln.clear_op_tracking()
+
+    def trainer():
+        arguments = transformers.TrainingArguments(
+            output_dir=str(tmp_path), per_device_train_batch_size=BATCH, max_steps=6, learning_rate=1e-2, seed=0,
+            report_to=[], save_strategy="steps", save_steps=3, disable_tqdm=True)
+        return transformers.Trainer(model=_tiny_gpt2(), args=arguments, train_dataset=_Tokens(),
+                                    eval_dataset=_Tokens())
+
+    uninterrupted = trainer()
+    uninterrupted.train()
+    evaluation = uninterrupted.evaluate()
+    resumed = trainer()
+    resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-3"))
+    for (name, want), got in zip(uninterrupted.model.named_parameters(), resumed.model.parameters()):
+        assert got.device.type == "kiln"
+        torch.testing.assert_close(got.detach().cpu(), want.detach().cpu(), rtol=1e-5, atol=1e-6, msg=name)
+    assert evaluation["eval_loss"] < 4.0  # chance is ln(64) = 4.16
+    assert torch_kiln.get_fallback_ops() == {}

@@ -2,18 +2,18 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_foreach_addcdiv.h>
 #include <ATen/ops/_foreach_addcmul.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/_foreach_div.h>
 #include <ATen/ops/_foreach_lerp.h>
 #include <ATen/ops/_foreach_maximum.h>
 #include <ATen/ops/_foreach_mul.h>
 #include <ATen/ops/_foreach_neg.h>
-#include <ATen/ops/_foreach_pow.h>
-#include <ATen/ops/_foreach_reciprocal.h>
 #include <ATen/ops/_foreach_sqrt.h>
-#include <ATen/ops/_foreach_sub.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -85,16 +85,25 @@ void fused_adam_step(AdamMode mode, const char* op_name, at::TensorList params, 
   // AMP skips a step whose gradients overflowed. Reading the flag waits for the device.
   if (found_inf.has_value() && found_inf->defined() && found_inf->item<double>() == 1.0) return;
 
+  // The step counts on the host, in one read (a wait for the device, as the
+  // CPU kernel reads each step): as scalars, every foreach op below replays
+  // one launch over all parameters. Kept on the device as 0-dim tensors
+  // (torch's capturable Adam), each op ran parameter by parameter: a step of
+  // a 52-tensor GPT-2 took 3.1 to 5.6 ms against 1.8 ms for foreach AdamW.
+  std::vector<at::Tensor> flattened;
+  flattened.reserve(state_steps.size());
+  for (const at::Tensor& step : state_steps) flattened.push_back(step.reshape({1}));
+  const at::Tensor host_steps = at::cat(flattened).cpu().to(at::kDouble);
+  const double* step_data = host_steps.const_data_ptr<double>();
+  const std::vector<double> steps(step_data, step_data + state_steps.size());
+  const double learning_rate = lr.tensor.defined() ? lr.tensor.item<double>() : lr.value;
+
   if (grad_scale.has_value() && grad_scale->defined()) at::_foreach_div_(grads, *grad_scale);
   std::vector<at::Tensor> gradients = maximize ? at::_foreach_neg(grads)
                                                : std::vector<at::Tensor>(grads.begin(), grads.end());
   if (weight_decay != 0) {
     if (mode == AdamMode::kAdamW) {
-      if (lr.tensor.defined()) {
-        at::_foreach_mul_(params, lr.tensor.mul(-weight_decay).add_(1));
-      } else {
-        at::_foreach_mul_(params, 1 - lr.value * weight_decay);
-      }
+      at::_foreach_mul_(params, 1 - learning_rate * weight_decay);
     } else {
       gradients = at::_foreach_add(gradients, params, weight_decay);
     }
@@ -106,28 +115,21 @@ void fused_adam_step(AdamMode mode, const char* op_name, at::TensorList params, 
   at::_foreach_addcmul_(exp_avg_sqs, gradients, gradients, 1 - beta2);
   if (amsgrad) at::_foreach_maximum_(max_exp_avg_sqs, exp_avg_sqs);
 
-  // Bias corrections from each parameter's step, on the device:
-  // negative_step_size = lr / (beta1^t - 1), corrected_sqrt = sqrt(1 - beta2^t).
-  std::vector<at::Tensor> negative_step_size = at::_foreach_pow(beta1, state_steps);
-  at::_foreach_sub_(negative_step_size, 1);
-  if (lr.tensor.defined()) {
-    at::_foreach_div_(negative_step_size, lr.tensor);
-  } else {
-    at::_foreach_div_(negative_step_size, lr.value);
+  // Bias corrections in double from each parameter's step, as the CPU kernel
+  // computes them: step_size = lr / (1 - beta1^t), corrected_sqrt = sqrt(1 - beta2^t).
+  std::vector<at::Scalar> negative_step_size;
+  std::vector<at::Scalar> corrected_sqrt;
+  negative_step_size.reserve(steps.size());
+  corrected_sqrt.reserve(steps.size());
+  for (double step : steps) {
+    negative_step_size.emplace_back(-learning_rate / (1 - std::pow(beta1, step)));
+    corrected_sqrt.emplace_back(std::sqrt(1 - std::pow(beta2, step)));
   }
-  at::_foreach_reciprocal_(negative_step_size);
-  std::vector<at::Tensor> corrected_sqrt = at::_foreach_pow(beta2, state_steps);
-  at::_foreach_neg_(corrected_sqrt);
-  at::_foreach_add_(corrected_sqrt, 1);
-  at::_foreach_sqrt_(corrected_sqrt);
-
-  // param += negative_step_size * exp_avg / (sqrt(v) / corrected_sqrt + eps)
+  // param -= step_size * exp_avg / (sqrt(v) / corrected_sqrt + eps)
   std::vector<at::Tensor> denominator = at::_foreach_sqrt(amsgrad ? max_exp_avg_sqs : exp_avg_sqs);
   at::_foreach_div_(denominator, corrected_sqrt);
   at::_foreach_add_(denominator, eps);
-  std::vector<at::Tensor> update = at::_foreach_div(exp_avgs, denominator);
-  at::_foreach_mul_(update, negative_step_size);
-  at::_foreach_add_(params, update);
+  at::_foreach_addcdiv_(params, exp_avgs, denominator, negative_step_size);
 }
 
 // The float-lr overloads.

@@ -50,9 +50,14 @@ class CMakeBuild(build_ext):
         if os.environ.get("KILN_BUILD_DIR"):
             return os.environ["KILN_BUILD_DIR"], []
         default = os.path.join(ROOT, "build")
-        if self.inplace or os.path.exists(os.path.join(default, "CMakeCache.txt")):
+        if self._editable() or os.path.exists(os.path.join(default, "CMakeCache.txt")):
             return default, []
         return os.path.join(ROOT, "build-wheel"), ["-DKILN_BUILD_TESTS=OFF"]
+
+    def _editable(self):
+        """True for `pip install -e` (setuptools builds with inplace off, then
+        copies the extension back into the package) and `build_ext --inplace`."""
+        return self.inplace or getattr(self, "editable_mode", False)
 
     def build_extension(self, extension):
         build_dir, options = self._build_folder()
@@ -67,8 +72,14 @@ class CMakeBuild(build_ext):
         target = self.get_ext_fullpath(extension.name)
         built = os.path.join(package_dir, os.path.basename(target))
         if os.path.abspath(built) == os.path.abspath(target):
-            return  # an editable install imports _C where CMake wrote it
+            return
         os.makedirs(os.path.dirname(target), exist_ok=True)
+        if self._editable():
+            # setuptools copies this back over `built`: keep it as CMake made it
+            # (debug information, runpath into this venv), with its mtime, so
+            # ninja does not relink it.
+            self.copy_file(built, target, preserve_times=1)
+            return
         shutil.copyfile(built, target)
         os.chmod(target, 0o755)
         self._prepare_for_wheel(target)

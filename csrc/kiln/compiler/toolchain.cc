@@ -177,8 +177,10 @@ StatusOr<Toolchain> Toolchain::probe(const std::string& compiler, double timeout
   StatusOr<int> exit_code = run_process({compiler, "--version"}, output, timeout_seconds);
   if (!exit_code.ok() || exit_code.value() != 0) {
     std::string reason = exit_code.ok() ? first_line(output) : exit_code.status().message();
+    // The one run-time requirement of an installed wheel: say why it is needed.
     return failed_precondition("the C compiler '" + compiler + "' does not run (" + reason +
-                               "); install one or point KILN_CC at it");
+                               "): Kiln compiles its kernels with it at run time; install one "
+                               "(gcc or clang) or point KILN_CC at it");
   }
   std::vector<std::string> flags = kDefaultFlags;
   // GCC vectorises a loop whose pointers may overlap behind run-time overlap

@@ -59,6 +59,7 @@ bench: setup
 	$(PYTHON) bench/bench_foreach.py --json $(BENCH_RESULTS)/foreach.json
 	$(PYTHON) bench/bench_adaptive_eager.py --json $(BENCH_RESULTS)/adaptive_eager.json
 	$(PYTHON) bench/bench_custom_kernels.py --json $(BENCH_RESULTS)/custom_kernels.json
+	$(PYTHON) bench/bench_profiler.py --json $(BENCH_RESULTS)/profiler.json
 	$(PYTHON) bench/bench_compile.py --json $(BENCH_RESULTS)/compile.json
 	$(PYTHON) bench/bench_allreduce.py --json $(BENCH_RESULTS)/allreduce.json
 	$(PYTHON) bench/bench_ddp.py --json $(BENCH_RESULTS)/ddp.json

@@ -478,6 +478,20 @@ def render_long_run(results, args):
     return lines
 
 
+def render_profiler(results, args):
+    rows = []
+    for entry in results.get("workloads", []):
+        us, lowest = entry.get("us", {}), entry.get("lowest_us", {})
+        rows.append([entry["workload"]] + [number(us.get(mode)) for mode in ("never", "off", "on")] +
+                    [ratio_text(entry.get("off_over_never")), ratio_text(entry.get("on_over_never")),
+                     ratio_text(entry.get("off_over_never_lowest")), ratio_text(entry.get("on_over_never_lowest")),
+                     number(entry.get("device_events_on"))])
+    lines = [f"us per iteration, median of {number(results.get('rounds'))} rounds (one process per mode and "
+             f"round), {number(results.get('iterations'))} iterations each:", ""]
+    return lines + table(["workload", "never us", "off us", "on us", "off / never", "on / never",
+                          "off / never (lowest)", "on / never (lowest)", "device events (on)"], rows)
+
+
 def scalar(value):
     return value is None or isinstance(value, (int, float, str, bool))
 
@@ -707,6 +721,18 @@ BENCHMARKS = [
               "for the input gradient and one pass in blocks of 64 columns for the weight gradient. The kernel "
               "language's forward is the compiled path's row kernel; its backward is the body's "
               "vector-Jacobian product, fused, which recomputes the row statistic."),
+    Benchmark("profiler", "bench_profiler.py", "Profiler cost",
+              "What `torch.profiler` with kiln's activity (`ProfilerActivity.PrivateUse1`) costs "
+              "([profiler](design/profiler.md)): a loop of tiny ops and a small model's training step, with the "
+              "profiler never started (`never`), started and stopped before the timed loop (`off`), and on "
+              "around it (`on`), each mode in its own process. Unlike the page's other ratios, off / never and on / "
+              "never are time over time: above 1.0x the profiler costs that much. Target: off costs nothing "
+              "measurable.",
+              render_profiler,
+              "Off, a stream reads one relaxed atomic flag per piece of work and the allocator one per "
+              "allocation; the ratios off / never are within the noise of single processes on this VM. On, "
+              "most of the cost of a tiny op is torch.profiler's own recording of the host op; the device "
+              "activity adds two clock reads and a buffer append."),
     Benchmark("import", "bench_import.py", "Import time",
               "What Kiln's autoload adds to `import torch`: the statement timed in fresh interpreters with "
               "`TORCH_DEVICE_BACKEND_AUTOLOAD=1` (the default) and `=0`, the two alternating round by round; "

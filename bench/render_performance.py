@@ -542,6 +542,16 @@ def render_suite(results, args, data):
                                                          "charts: [models.md](models.md)."]
 
 
+def render_moe_suite(results, args, data):
+    """bench_suite.py --models moe: the suite's summary and a row per model and task (the
+    full suites' page, models.md, comes from a run of every model)."""
+    from render_models import model_table, summary_table  # imports this module: not at the top
+    lines = summary_table(data.get("summary", {}))
+    for task in ("train", "infer"):
+        lines += ["", f"{task}:", ""] + model_table(results, task)
+    return lines
+
+
 # ---------------------------------------------------------------- the benchmarks
 
 @dataclasses.dataclass
@@ -607,6 +617,17 @@ BENCHMARKS = [
               "float64 run, [benchmarks](reference/benchmarks.md#the-model-suites)); speed: the median step after "
               "warm-up, geometric means over the models that passed. Targets: every model passes in every mode; "
               "kiln compiled >= 1.1x Inductor and kiln eager >= 1.0x CPU eager per suite.", render_suite),
+    Benchmark("moe_suite", "bench_suite.py", "Mixture-of-experts suite",
+              "The `moe` suite of `bench/suite_models.py`: seven transformers decoders with 4-8 small experts, 2 "
+              "per token (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, Granite-MoE, DeepSeek-V3, GPT-OSS), as the model "
+              "suites run them: training and inference, CPU eager, Inductor, kiln eager and kiln compiled, each "
+              "(model, task, mode) in its own process. Targets: every model passes eagerly and compiled with no "
+              "fallback; kiln eager >= CPU eager, kiln compiled >= Inductor.", render_moe_suite,
+              "The CPU's grouped_mm refuses float64, so these models' numerics are judged against CPU eager alone "
+              "(kiln-eval's tolerances), not against a float64 run. The experts' products are PyTorch's "
+              "composite grouped_mm on both sides, which on kiln reads the offsets back to the host once per "
+              "call ([library path](design/library_path.md)). One round: figures of single processes move by "
+              "up to 20-30 % on this VM."),
     Benchmark("adaptive_eager", "bench_adaptive_eager.py", "Adaptive eager: hand-written chains",
               "Pointwise chains written as their formulas (GELU's tanh and erf forms, RMSNorm, LayerNorm, "
               "SwiGLU's activations) and an Adam step with `foreach=False`, in CPU eager, kiln eager with adaptive "
@@ -783,7 +804,7 @@ def render_section(benchmark, path):
     lines = [f"## {benchmark.title}", "", f"`bench/{benchmark.script}`: {benchmark.measures}", ""]
     lines += stamp(benchmark.name, fields) + [""]
     try:
-        if benchmark.render in (render_native_ops, render_suite, render_adaptive_suite):
+        if benchmark.render in (render_native_ops, render_suite, render_adaptive_suite, render_moe_suite):
             body = benchmark.render(results, args, data)
         else:
             body = benchmark.render(results, args)

@@ -31,9 +31,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 ROWS, COLS = 2048, 1024
 MODES = ["cpu", "kiln-unfused", "kiln-adaptive", "kiln-compiled"]
@@ -90,28 +88,12 @@ def worker(mode, chain, iterations, repeats):
         synchronize()
         return results
 
-    for _ in range(3):
-        run()
-        if mode == "kiln-adaptive":
-            torch_kiln._C._adaptive_eager_wait_for_compiles()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, (time.perf_counter() - start) / iterations * 1e6)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from worker_processes import best_microseconds
+    wait = torch_kiln._C._adaptive_eager_wait_for_compiles if mode == "kiln-adaptive" else None
+    best = best_microseconds(run, iterations, repeats, wait)
     stats = torch_kiln.adaptive_eager_stats() if device == "kiln" else {}
     return {"us": best, "stats": stats}
-
-
-def run_worker(mode, chain, iterations, repeats):
-    environment = dict(os.environ)
-    environment["KILN_ADAPTIVE_EAGER"] = "0" if mode == "kiln-unfused" else "1"
-    output = subprocess.run(
-        [sys.executable, __file__, "--worker", mode, chain, "--iterations", str(iterations),
-         "--repeats", str(repeats)], env=environment, capture_output=True, text=True, timeout=900)
-    if output.returncode != 0:
-        raise RuntimeError(f"{mode} {chain} failed:\n{output.stderr[-3000:]}")
-    return json.loads(output.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None):
@@ -129,18 +111,17 @@ def main(argv=None):
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from run_info import header
+    from worker_processes import in_rounds, run_worker
     print("\n".join(header(sys.argv)), flush=True)
     chains = args.chains.split(",")
-    samples = {chain: {mode: [] for mode in MODES} for chain in chains}
-    last_stats = {}
-    for round_index in range(args.rounds):
-        order = MODES[round_index % len(MODES):] + MODES[:round_index % len(MODES)]
-        for chain in chains:
-            for mode in order:
-                result = run_worker(mode, chain, args.iterations, args.repeats)
-                samples[chain][mode].append(result["us"])
-                if mode == "kiln-adaptive":
-                    last_stats[chain] = result["stats"]
+
+    def run(mode, chain):
+        return run_worker(__file__, [mode, chain], args.iterations, args.repeats,
+                          {"KILN_ADAPTIVE_EAGER": "0" if mode == "kiln-unfused" else "1"})
+    results = in_rounds(MODES, chains, args.rounds, run)
+    samples = {chain: {mode: [result["us"] for result in by_mode[mode]] for mode in MODES}
+               for chain, by_mode in results.items()}
+    last_stats = {chain: by_mode["kiln-adaptive"][-1]["stats"] for chain, by_mode in results.items()}
     rows = []
     print(f"{'chain':<10} " + " ".join(f"{mode:>14}" for mode in MODES) + "   adaptive/unfused  compiled/adaptive")
     for chain in chains:

@@ -26,9 +26,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ["cpu", "kiln-unfused", "kiln-adaptive", "kiln-compiled", "kiln-custom", "kiln-language"]
@@ -68,28 +66,12 @@ def worker(mode, task, shape, iterations, repeats):
             torch.kiln.synchronize()
         return results
 
-    for _ in range(3):
-        run()
-        if mode == "kiln-adaptive":
-            torch_kiln._C._adaptive_eager_wait_for_compiles()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, (time.perf_counter() - start) / iterations * 1e6)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from worker_processes import best_microseconds
+    wait = torch_kiln._C._adaptive_eager_wait_for_compiles if mode == "kiln-adaptive" else None
+    best = best_microseconds(run, iterations, repeats, wait)
     fallbacks = torch_kiln.get_fallback_ops() if device == "kiln" else {}
     return {"us": best, "fallback_ops": fallbacks}
-
-
-def run_worker(mode, task, shape, iterations, repeats):
-    environment = dict(os.environ)
-    environment["KILN_ADAPTIVE_EAGER"] = "0" if mode == "kiln-unfused" else "1"
-    output = subprocess.run(
-        [sys.executable, __file__, "--worker", mode, task, shape, "--iterations", str(iterations),
-         "--repeats", str(repeats)], env=environment, capture_output=True, text=True, timeout=900)
-    if output.returncode != 0:
-        raise RuntimeError(f"{mode} {task} {shape} failed:\n{output.stderr[-3000:]}")
-    return json.loads(output.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None):
@@ -108,16 +90,20 @@ def main(argv=None):
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from run_info import header
+    from worker_processes import in_rounds, run_worker
     print("\n".join(header(sys.argv)), flush=True)
     cases = [(task, shape) for task in args.tasks.split(",") for shape in args.shapes.split(",")]
-    samples = {case: {mode: [] for mode in MODES} for case in cases}
+
+    def run(mode, case):
+        return run_worker(__file__, [mode, *case], args.iterations, args.repeats,
+                          {"KILN_ADAPTIVE_EAGER": "0" if mode == "kiln-unfused" else "1"})
+    results = in_rounds(MODES, cases, args.rounds, run)
+    samples = {case: {mode: [result["us"] for result in by_mode[mode]] for mode in MODES}
+               for case, by_mode in results.items()}
     fallbacks = {}
-    for round_index in range(args.rounds):
-        order = MODES[round_index % len(MODES):] + MODES[:round_index % len(MODES)]
-        for case in cases:
-            for mode in order:
-                result = run_worker(mode, *case, args.iterations, args.repeats)
-                samples[case][mode].append(result["us"])
+    for by_mode in results.values():
+        for runs in by_mode.values():
+            for result in runs:
                 fallbacks.update(result["fallback_ops"])
     rows = []
     print(f"{'case':<20} " + " ".join(f"{mode:>14}" for mode in MODES) + "  composite/custom (adaptive, compiled)")

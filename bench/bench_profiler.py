@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -104,15 +103,6 @@ def worker(mode, workload, iterations, repeats):
     return {"us": best, "device_events": device_events}
 
 
-def run_worker(mode, workload, iterations, repeats):
-    output = subprocess.run(
-        [sys.executable, __file__, "--worker", mode, workload, "--iterations", str(iterations),
-         "--repeats", str(repeats)], capture_output=True, text=True, timeout=900)
-    if output.returncode != 0:
-        raise RuntimeError(f"{mode} {workload} failed:\n{output.stderr[-3000:]}")
-    return json.loads(output.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -128,18 +118,14 @@ def main(argv=None):
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from run_info import header
+    from worker_processes import in_rounds, run_worker
     print("\n".join(header(sys.argv)), flush=True)
     workloads = args.workloads.split(",")
-    samples = {workload: {mode: [] for mode in MODES} for workload in workloads}
-    events = {}
-    for round_index in range(args.rounds):
-        order = MODES[round_index % len(MODES):] + MODES[:round_index % len(MODES)]
-        for workload in workloads:
-            for mode in order:
-                result = run_worker(mode, workload, args.iterations, args.repeats)
-                samples[workload][mode].append(result["us"])
-                if mode == "on":
-                    events[workload] = result["device_events"]
+    results = in_rounds(MODES, workloads, args.rounds,
+                        lambda mode, workload: run_worker(__file__, [mode, workload], args.iterations, args.repeats))
+    samples = {workload: {mode: [result["us"] for result in by_mode[mode]] for mode in MODES}
+               for workload, by_mode in results.items()}
+    events = {workload: by_mode["on"][-1]["device_events"] for workload, by_mode in results.items()}
     rows = []
     print(f"{'workload':<11} {'figure':<7}" + " ".join(f"{mode:>12}" for mode in MODES) +
           "   off/never   on/never  device events (on)")

@@ -210,22 +210,16 @@ class KernelFunction:
         op.register_fake(lambda *arguments: _fresh(body(*arguments)))
 
         def setup_context(ctx, inputs, output):
-            ctx.arguments = [_SAVED if isinstance(value, torch.Tensor) else value for value in inputs]
-            ctx.save_for_backward(*(value for value in inputs if isinstance(value, torch.Tensor)))
+            _save_arguments(ctx, inputs)
 
         def backward(ctx, *grads):
-            saved = iter(ctx.saved_tensors)
-            arguments = [next(saved) if value is _SAVED else value for value in ctx.arguments]
-            grads = [grad.contiguous() for grad in grads]
-            on_kiln = any(isinstance(value, torch.Tensor) and value.device.type == "kiln" for value in arguments)
+            arguments = _saved_arguments(ctx)
             # Traced (AOTAutograd, fake tensors): the body's vector-Jacobian product as PyTorch ops.
             traced = torch._guards.detect_fake_mode(arguments) is not None or torch.compiler.is_compiling()
-            if on_kiln and not traced:
-                tensor_grads = self.backward_kernel().run(len(arguments), *arguments, *grads)
-            else:
-                tensor_grads = _vector_jacobian_product(body, len(arguments), *arguments, *grads)
-            tensor_grads = iter(tensor_grads)
-            return tuple(next(tensor_grads) if isinstance(value, torch.Tensor) else None for value in arguments)
+            on_kiln = any(isinstance(value, torch.Tensor) and value.device.type == "kiln" for value in arguments)
+            vjp = self.backward_kernel().run if on_kiln and not traced else \
+                functools.partial(_vector_jacobian_product, body)
+            return _argument_gradients(vjp, arguments, grads)
 
         op.register_autograd(backward, setup_context=setup_context)
         return op
@@ -261,22 +255,34 @@ def _vector_jacobian_product(body, *values):
 _SAVED = object()  # marks an argument saved for backward (a tensor)
 
 
+def _save_arguments(ctx, arguments):
+    ctx.arguments = [_SAVED if isinstance(value, torch.Tensor) else value for value in arguments]
+    ctx.save_for_backward(*(value for value in arguments if isinstance(value, torch.Tensor)))
+
+
+def _saved_arguments(ctx):
+    saved = iter(ctx.saved_tensors)
+    return [next(saved) if value is _SAVED else value for value in ctx.arguments]
+
+
+def _argument_gradients(vjp, arguments, grads):
+    """One gradient per argument (None for the non-tensors), from
+    vjp(count, *arguments, *grads), which returns the tensors' gradients."""
+    grads = [grad.contiguous() for grad in grads]
+    tensor_grads = iter(vjp(len(arguments), *arguments, *grads))
+    return tuple(next(tensor_grads) if isinstance(value, torch.Tensor) else None for value in arguments)
+
+
 class _KernelAutograd(torch.autograd.Function):
     @staticmethod
     def forward(ctx, kernel, *arguments):
         ctx.kernel = kernel
-        ctx.arguments = [_SAVED if isinstance(value, torch.Tensor) else value for value in arguments]
-        ctx.save_for_backward(*(value for value in arguments if isinstance(value, torch.Tensor)))
+        _save_arguments(ctx, arguments)
         return kernel.run(*arguments)
 
     @staticmethod
     def backward(ctx, *grads):
-        saved = iter(ctx.saved_tensors)
-        arguments = [next(saved) if value is _SAVED else value for value in ctx.arguments]
-        grads = [grad.contiguous() for grad in grads]
-        backward = ctx.kernel.backward_kernel()
-        tensor_grads = iter(backward.run(len(arguments), *arguments, *grads))
-        return (None, *(next(tensor_grads) if isinstance(value, torch.Tensor) else None for value in arguments))
+        return (None, *_argument_gradients(ctx.kernel.backward_kernel().run, _saved_arguments(ctx), grads))
 
 
 def kernel(body=None, *, name=None):

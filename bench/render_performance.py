@@ -724,9 +724,9 @@ BENCHMARKS = [
               "Device memory is exact and is held to exactly flat. RSS is the whole process's, libraries and "
               "Python included; malloc_trim before each sample hands back what malloc keeps free, but a sample "
               "can still land a few MiB off its neighbours (the range, not the change, shows that), so RSS is "
-              "judged on the change and the fitted line. In compiled mode RSS has risen once, by 2 to 5 MiB "
-              "near step 1000, and stayed flat before and after, in each of the runs so far; a loop of the "
-              "same model outside the benchmark did not show it, and where it comes from is not known. "
+              "judged on the change and the fitted line. In compiled mode RSS rises once, by a few MiB near "
+              "step 1000, and is flat before and after; a loop of the same model outside the benchmark does "
+              "not show it, and where it comes from is not known. "
               "Step times come from a shared 2-core VM and move with its load; they are not what this "
               "benchmark measures."),
     Benchmark("custom_kernels", "bench_custom_kernels.py", "Custom kernels: RMSNorm",

@@ -126,6 +126,10 @@ def run_child(name, mode, task, warmup, steps, seconds, numerics_path):
     inputs = {key: _to(value, device) for key, value in workload.inputs.items()}
     if float64:
         model = model.double()
+        if hasattr(model, "set_experts_implementation"):
+            # torch._grouped_mm takes float32 and bfloat16 only: in float64 the
+            # experts run as transformers' per-expert loop, the same function.
+            model.set_experts_implementation("eager")
         inputs = {key: value.double() if torch.is_tensor(value) and value.is_floating_point() else value
                   for key, value in inputs.items()}
     _release_freed_memory()  # the CPU copy of the weights that .to("kiln") freed

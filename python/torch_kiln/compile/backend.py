@@ -30,7 +30,7 @@ import warnings
 
 import torch
 
-from .. import _C
+from .. import _C, library_ops
 from .lowering import program_cache
 from .lowering.graph_lowering import UnsupportedOperatorError, lower_graph
 from .passes.channels_last import convolutions_to_channels_last
@@ -173,6 +173,7 @@ def kiln(gm, example_inputs, mode=None, options=None):
     if mode not in (None, "default"):
         warnings.warn(f"kiln: torch.compile mode={mode!r} is ignored; kiln has one mode")
     _make_static(gm)
+    library_ops.register_if_defined()  # the graph may call other libraries' ops
     if not torch.is_grad_enabled():  # Dynamo guards on grad mode: this graph only runs for inference
         fold_for_inference(gm)
         convolutions_to_channels_last(gm)

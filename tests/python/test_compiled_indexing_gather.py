@@ -214,6 +214,22 @@ def test_masked_select():
     check(torch.masked_select, make((3,), torch.float32), torch.tensor([1, 0, 1]), message="non-bool mask")
 
 
+def test_compacting_results_own_storage_of_their_size():
+    """masked_select and nonzero write each element they drop to a scratch slot
+    past the result: the slot is outside the result's storage, whose size is
+    the CPU's (a nested tensor takes its buffer's whole storage as its data)."""
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
+    for threshold in (0.0, 10.0, -10.0):  # some kept, none kept, all kept
+        for fn in (lambda a: torch.masked_select(a, a > threshold), lambda a: torch.nonzero(a > threshold),
+                   lambda a: a[a > threshold]):
+            expected, actual = fn(x), fn(x.to("kiln"))
+            assert actual.untyped_storage().nbytes() == expected.untyped_storage().nbytes() == \
+                actual.numel() * actual.element_size(), threshold
+            torch.testing.assert_close(actual.cpu(), expected)
+    y = torch.masked_select(x.to("kiln"), x.to("kiln") > 0)
+    assert torch.equal(torch.tensor([], dtype=y.dtype).set_(y.untyped_storage().cpu()), y.cpu())
+
+
 def test_gather_family_backward():
     x = make((5, 6), torch.float32)
     index = torch.tensor([[0, 4, 4], [1, 1, 2]])

@@ -56,31 +56,6 @@
 namespace kiln::torch_integration::native {
 namespace {
 
-// A nested tensor takes its buffer's whole storage as its data. Kiln's
-// masked_select (which ATen's nested matmul and _nested_from_padded wrap as
-// a buffer) returns a view of storage one element longer (its kernel's
-// scratch slot), which the next nested op would read as one more element. So
-// a fresh (not aliasing, by the schema) nested result whose storage is longer
-// than its elements gets storage of its exact size. Views keep theirs.
-void compact_fresh_results(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const auto& returns = op.schema().returns();
-  const size_t first = stack->size() - returns.size();
-  for (size_t i = 0; i < returns.size(); ++i) {
-    c10::IValue& value = (*stack)[first + i];
-    if (returns[i].alias_info() != nullptr || !value.isTensor()) continue;
-    const at::Tensor& result = value.toTensor();
-    if (!result.defined() || !result.is_nested()) continue;
-    const auto* impl = at::native::get_nested_tensor_impl(result);
-    const int64_t numel = impl->numel();
-    if (static_cast<int64_t>(impl->get_buffer_size()) <= numel ||
-        !at::native::nested_tensor_impl_is_contiguous(impl)) {
-      continue;
-    }
-    at::Tensor exact = impl->get_unsafe_storage_as_tensor().narrow(0, 0, numel).clone();
-    value = at::native::wrap_buffer(exact, impl->get_nested_sizes().clone());
-  }
-}
-
 void nested_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = qualified_op_name(op);
   TORCH_CHECK_NOT_IMPLEMENTED(op.hasComputedKernelForDispatchKey(c10::DispatchKey::NestedTensorCPU),
@@ -91,7 +66,6 @@ void nested_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                               "(torch.nested.nested_tensor(..., layout=torch.jagged)), which covers more ops.");
   record_op(name, OpPath::kNative);
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::NestedTensorCPU), stack);
-  compact_fresh_results(op, stack);
 }
 
 // The ops that make a nested tensor from dense kiln tensors. Their CPU
@@ -100,7 +74,6 @@ void nested_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 void dense_to_nested_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   record_op(qualified_op_name(op), OpPath::kNative);
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
-  compact_fresh_results(op, stack);
 }
 
 

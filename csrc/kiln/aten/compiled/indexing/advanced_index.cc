@@ -196,9 +196,9 @@ at::Tensor nonzero_compiled(const char* op_name, const at::Tensor& self) {
   TORCH_CHECK(rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ", ir::kMaxRank,
               " dims, got ", rank);
   const int64_t count = count_nonzero(op_name, self);
+  if (count == 0 || rank == 0) return at::empty({count, rank}, self.options().dtype(at::kLong));
   at::Tensor buffer = at::empty({count + 1, rank}, self.options().dtype(at::kLong));
   at::Tensor result = buffer.narrow(0, 0, count);
-  if (count == 0 || rank == 0) return result;
 
   at::Tensor counter = at::zeros({1}, self.options().dtype(at::kLong));
   c10::DimVector zeros(rank, 0);
@@ -225,7 +225,13 @@ at::Tensor nonzero_compiled(const char* op_name, const at::Tensor& self) {
   c10::Scalar scalars[] = {count, rank};
   launch_indexed_kernel(op_name, spec, self.sizes(),
                         {operand_of(self), operand_with_strides(counter, zeros)}, outputs, scalars);
+  fit_storage_to_result(result);
   return result;
+}
+
+void fit_storage_to_result(const at::Tensor& result) {
+  TORCH_INTERNAL_ASSERT(result.storage_offset() == 0 && result.is_contiguous());
+  result.storage().unsafeGetStorageImpl()->set_nbytes(static_cast<size_t>(result.numel()) * result.itemsize());
 }
 
 }  // namespace kiln::torch_integration::compiled

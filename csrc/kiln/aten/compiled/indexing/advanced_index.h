@@ -43,4 +43,13 @@ int64_t count_nonzero(const char* op_name, const at::Tensor& self);
 // one synchronising read of it, then a compiled single-threaded fill.
 at::Tensor nonzero_compiled(const char* op_name, const at::Tensor& self);
 
+// For the compacting kernels (nonzero, masked_select): `result` is the first
+// rows of a fresh allocation whose last row is the kernel's scratch slot (a
+// kernel's stores cannot be skipped, so an element that is not kept is
+// written there). Sets the storage's size to the result's, as the CPU's
+// result has: the slot stays allocated past the storage's end, as a caching
+// allocator's rounding does, and nothing that reads the storage (a nested
+// tensor's buffer, untyped_storage(), serialization) sees it.
+void fit_storage_to_result(const at::Tensor& result);
+
 }  // namespace kiln::torch_integration::compiled

@@ -51,7 +51,9 @@ void check_out_dtype(const at::Tensor& out, const at::Tensor& self) {
 
 // Writes the elements of `self` where `mask` (broadcast together) is true
 // into a fresh 1-D tensor, in row-major order: one compiled count, one
-// synchronising read, one single-threaded compiled pass (as nonzero).
+// synchronising read, one single-threaded compiled pass (as nonzero). An
+// element not kept is written to a scratch slot past the result, outside its
+// storage (fit_storage_to_result).
 at::Tensor masked_select_compiled(const char* op_name, const at::Tensor& self,
                                   const at::Tensor& mask) {
   at::Tensor device_mask = on_device(mask, self);
@@ -65,9 +67,9 @@ at::Tensor masked_select_compiled(const char* op_name, const at::Tensor& self,
   TORCH_CHECK(values.dim() <= ir::kMaxRank, op_name, ": the kiln device supports at most ",
               ir::kMaxRank, " dims for non-contiguous inputs, got ", values.dim());
   const int64_t count = count_nonzero(op_name, keep);
+  if (count == 0) return at::empty({0}, self.options());
   at::Tensor buffer = at::empty({count + 1}, self.options());
   at::Tensor result = buffer.narrow(0, 0, count);
-  if (count == 0) return result;
   at::Tensor counter = at::zeros({1}, self.options().dtype(at::kLong));
   c10::DimVector zeros(values.dim(), 0);
   IndexedKernelSpec spec;
@@ -87,6 +89,7 @@ at::Tensor masked_select_compiled(const char* op_name, const at::Tensor& self,
                         {operand_of(values), operand_of(keep), operand_with_strides(counter, zeros)},
                         {operand_with_strides(counter, zeros), operand_with_strides(buffer, zeros)},
                         scalars);
+  fit_storage_to_result(result);
   return result;
 }
 

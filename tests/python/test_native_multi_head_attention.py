@@ -69,7 +69,7 @@ def test_errors_name_the_op_and_what_was_wrong():
     generator = torch.Generator().manual_seed(3)
     x = torch.randn(2, 4, 8, device="kiln")
     qkv_weight, qkv_bias, proj_weight, proj_bias = (t.to("kiln") for t in weights(8, generator))
-    with pytest.raises(RuntimeError, match="divisible by num_heads"):
+    with pytest.raises(RuntimeError, match="must divide evenly by `num_heads`"):
         aten._native_multi_head_attention(x, x, x, 8, 3, qkv_weight, qkv_bias, proj_weight, proj_bias)
     with pytest.raises(RuntimeError, match="kiln|device"):
         aten._native_multi_head_attention(x, x, x, 8, 2, qkv_weight.cpu(), qkv_bias, proj_weight, proj_bias)

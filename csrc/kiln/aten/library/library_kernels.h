@@ -20,6 +20,9 @@ namespace kiln::torch_integration::library {
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out);
+at::Tensor& addmm_activation_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                                 const c10::Scalar& beta, const c10::Scalar& alpha, bool use_gelu,
+                                 at::Tensor& out);
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                         const at::Tensor& batch2, const c10::Scalar& beta,

@@ -1,12 +1,14 @@
-// The matmul family on the library path: mm, addmm, bmm, baddbmm. Their
-// functional and in-place forms (and linear, matmul, which compose them)
-// reach the device as these out= overloads.
+// The matmul family on the library path: mm, addmm (and _addmm_activation),
+// bmm, baddbmm. Their functional and in-place forms (and linear, matmul,
+// which compose them) reach the device as these out= overloads.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/_neg_view.h>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/relu.h>
 #include <ATen/ops/mm.h>
 
 #include "kiln/aten/device_checks.h"
@@ -191,6 +193,19 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
            at::addmm_out(result, in[0], in[1], in[2], beta, alpha);
          });
   return out;
+}
+
+// The CPU's _addmm_activation: addmm, then relu or (exact) gelu in place,
+// on the compiled path (CUDA fuses the activation into cuBLASLt's epilogue,
+// with gelu's tanh approximation; kiln computes the CPU's numbers). The
+// transformer encoder layer's fast path calls it for its first feed-forward
+// product.
+at::Tensor& addmm_activation_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                                 const c10::Scalar& beta, const c10::Scalar& alpha, bool use_gelu,
+                                 at::Tensor& out) {
+  record_static_op("aten::_addmm_activation.out", OpPath::kLibrary);
+  addmm_out(self, mat1, mat2, beta, alpha, out);
+  return use_gelu ? at::gelu_(out) : at::relu_(out);
 }
 
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {

@@ -58,6 +58,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm.out", TORCH_FN(library::mm_out));
   m.impl("addmm.out", TORCH_FN(library::addmm_out));
+  m.impl("_addmm_activation.out", TORCH_FN(library::addmm_activation_out));
   m.impl("bmm.out", TORCH_FN(library::bmm_out));
   m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
   m.impl("convolution", TORCH_FN(library::convolution));

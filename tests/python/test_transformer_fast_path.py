@@ -253,6 +253,10 @@ def test_masked_softmax_errors_are_the_cpus():
             torch._masked_softmax(*arguments)
         with pytest.raises(error, match=message):
             torch._masked_softmax(*[to_kiln(a) for a in arguments])
+    # Scores that are not square: the CPU's kernel reads past such a mask.
+    for mask, mask_type in [(torch.zeros(3, 3, dtype=torch.bool), 0), (torch.zeros(2, 3, dtype=torch.bool), 1)]:
+        with pytest.raises(RuntimeError, match=r"needs an input \[B, H, L, L\]"):
+            torch._masked_softmax(torch.randn(2, 2, 3, 4, device="kiln"), mask.to("kiln"), 3, mask_type)
     grad = torch.randn(3, 4, device="kiln")
     with pytest.raises(RuntimeError, match="Mask shape should match grad shape"):
         aten._masked_softmax_backward(grad, grad, torch.zeros(3, 3, dtype=torch.bool, device="kiln"), 1)

@@ -39,11 +39,16 @@ at::Tensor mask_of_input_shape(const at::Tensor& input, const at::Tensor& mask, 
   if (*mask_type == 1) {
     TORCH_CHECK(input.size(0) == mask.size(0) && input.size(2) == mask.size(1),
                 "For mask_type == 1 mask shape should be (B, L)");
-    return mask.view({mask.size(0), 1, 1, mask.size(1)}).expand(input.sizes());
+  } else {
+    TORCH_CHECK(input.size(2) == mask.size(0) && input.size(2) == mask.size(1),
+                "For mask_type == 0 mask shape should be (L, L)");
   }
-  TORCH_CHECK(input.size(2) == mask.size(0) && input.size(2) == mask.size(1),
-              "For mask_type == 0 mask shape should be (L, L)");
-  return mask.view({1, 1, mask.size(0), mask.size(1)}).expand(input.sizes());
+  // The CPU's kernel reads rows of the input's last size from the mask.
+  TORCH_CHECK(input.size(3) == mask.size(1), "_masked_softmax: a mask of mask_type ", *mask_type,
+              " needs an input [B, H, L, L] (self-attention scores), got input ", input.sizes(), " and mask ",
+              mask.sizes());
+  return *mask_type == 1 ? mask.view({mask.size(0), 1, 1, mask.size(1)}).expand(input.sizes())
+                         : mask.view({1, 1, mask.size(0), mask.size(1)}).expand(input.sizes());
 }
 
 }  // namespace

@@ -16,7 +16,9 @@
 // The backward is the CPU's: zero at masked positions, elsewhere
 // output * (grad - sum over the row's unmasked positions of grad * output);
 // its mask has the gradient's shape (the CPU's backward has no mask types).
-// Outputs are fresh contiguous tensors; inputs are never written.
+// Outputs are fresh tensors; inputs are never written. Where the CPU's
+// kernel would read past a mask (a type 0 or 1 mask with a 4-d input whose
+// last two sizes differ), kiln raises an error naming both shapes instead.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -103,7 +103,7 @@ def test_encoder_layer_masks(mask):
 
 
 @pytest.mark.parametrize("padding", [None, PADDING])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_transformer_encoder_of_several_layers(padding, dtype):
     """With a padding mask the encoder runs its layers on a nested tensor
     (enable_nested_tensor) and pads the result back with zeros."""

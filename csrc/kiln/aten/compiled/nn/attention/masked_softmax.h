@@ -5,8 +5,9 @@
 //
 // The CPU's semantics (masked_softmax_cpu in ATen's SoftMax.cpp), composed
 // of kiln's compiled kernels: the masked positions are filled with -inf and
-// the row goes through kiln's softmax, so a masked position gives 0 and a row
-// with every position masked gives NaN, as on the CPU (CUDA gives 0 there).
+// the row goes through kiln's softmax (as CUDA's kernel does for the shapes
+// its fused kernel does not take), so a masked position gives 0 and a row
+// with every position masked gives NaN, as on the CPU.
 // mask_type as the CPU reads it, for a 2-d mask and a 4-d input [B, H, L, S]:
 // 0 an attention mask [L, L], 1 a key-padding mask [B, L]; any other mask
 // or input rank is the generic type 2, whose mask has the input's shape. A

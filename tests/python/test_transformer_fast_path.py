@@ -89,6 +89,12 @@ def test_encoder_layer(dtype, batch_first, norm_first, activation):
                fast_op="aten::_transformer_encoder_layer_fwd" if batch_first else None)
 
 
+@pytest.mark.parametrize("shape", [(0, 5, 16), (2, 0, 16)])
+def test_encoder_layer_of_empty_input(shape):
+    run_module(encoder_layer(batch_first=True), torch.float32, torch.randn(shape),
+               fast_op="aten::_transformer_encoder_layer_fwd")
+
+
 @pytest.mark.parametrize("mask", ["causal bool", "causal float", "padding", "causal and padding"])
 def test_encoder_layer_masks(mask):
     length = 5

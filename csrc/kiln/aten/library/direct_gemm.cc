@@ -171,12 +171,47 @@ struct GemmCall {
 
 bool shares_memory(const at::Tensor& x, const at::Tensor& y) { return x.storage().is_alias_of(y.storage()); }
 
+bool has_blas(at::ScalarType dtype) {
+  return dtype == at::kFloat ? sgemm_ != nullptr : dtype == at::kDouble && dgemm_ != nullptr;
+}
+
+template <typename T, typename Gemm>
+void call_gemm(Gemm gemm, const T* a, BlasOperand a_view, const T* b, BlasOperand b_view, T* out,
+               int64_t out_leading, int m, int n, int k) {
+  const T alpha = 1, beta = 0;
+  const int lda = static_cast<int>(a_view.leading), ldb = static_cast<int>(b_view.leading);
+  const int ldc = static_cast<int>(out_leading);
+  // Row-major out = A B is column-major out^T = B^T A^T: B's view first.
+  gemm(&b_view.transpose, &a_view.transpose, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, out, &ldc);
+}
+
 }  // namespace
+
+bool direct_gemm_product(at::ScalarType dtype, const void* a, MatrixStrides a_strides, const void* b,
+                         MatrixStrides b_strides, void* out, MatrixStrides out_strides, int64_t m, int64_t n,
+                         int64_t k) {
+  if (!has_blas(dtype)) return false;
+  if (m == 0 || n == 0 || k == 0 || !fits_blas(m) || !fits_blas(n) || !fits_blas(k)) return false;
+  const std::optional<BlasOperand> a_view = transposed_view(m, k, a_strides.row, a_strides.column);
+  const std::optional<BlasOperand> b_view = transposed_view(k, n, b_strides.row, b_strides.column);
+  const std::optional<BlasOperand> out_view = transposed_view(m, n, out_strides.row, out_strides.column);
+  if (!a_view || !b_view || !out_view || out_view->transpose != 'N') return false;
+  if (!fits_blas(a_view->leading) || !fits_blas(b_view->leading) || !fits_blas(out_view->leading)) return false;
+  const int rows = static_cast<int>(m), columns = static_cast<int>(n), depth = static_cast<int>(k);
+  if (dtype == at::kFloat) {
+    call_gemm<float>(sgemm_, static_cast<const float*>(a), *a_view, static_cast<const float*>(b), *b_view,
+                     static_cast<float*>(out), out_view->leading, rows, columns, depth);
+  } else {
+    call_gemm<double>(dgemm_, static_cast<const double*>(a), *a_view, static_cast<const double*>(b), *b_view,
+                      static_cast<double*>(out), out_view->leading, rows, columns, depth);
+  }
+  return true;
+}
 
 bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias,
                         double beta, double alpha, const at::Tensor& out, bool small) {
   const at::ScalarType dtype = out.scalar_type();
-  if (dtype == at::kFloat ? sgemm_ == nullptr : dtype != at::kDouble || dgemm_ == nullptr) return false;
+  if (!has_blas(dtype)) return false;
   if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg()) return false;
   const int64_t rank = a.dim();  // 2: mm and addmm, 3: bmm and baddbmm
   const int64_t batches = rank == 3 ? a.size(0) : 1;

@@ -34,4 +34,22 @@ namespace kiln::torch_integration::library {
 bool launch_direct_gemm(const char* name, const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias,
                         double beta, double alpha, const at::Tensor& out, bool small);
 
+// One product out = a @ b on raw memory, computed now on the calling thread by
+// the same BLAS routine, for callers that queue their own work and cut it
+// into products themselves (grouped_mm.cc: one product per group, or a block
+// of one). a is [m, k], b [k, n], out [m, n]; strides are in elements, as
+// {row stride, column stride}. Returns false, computing nothing, when BLAS
+// cannot take the operands as they are: a dtype other than float32 and
+// float64, no BLAS exported by the process, a matrix with no unit stride, an
+// output that is not row-major, an empty dim (k == 0 leaves out to the
+// caller), or sizes beyond BLAS's 32-bit integers. The caller runs it under
+// the threading it chose (library_threads.h) and guarantees the memory.
+struct MatrixStrides {
+  int64_t row = 0;
+  int64_t column = 0;
+};
+bool direct_gemm_product(at::ScalarType dtype, const void* a, MatrixStrides a_strides, const void* b,
+                         MatrixStrides b_strides, void* out, MatrixStrides out_strides, int64_t m, int64_t n,
+                         int64_t k);
+
 }  // namespace kiln::torch_integration::library

@@ -28,6 +28,12 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                         const at::Tensor& batch2, const c10::Scalar& beta,
                         const c10::Scalar& alpha, at::Tensor& out);
 
+// grouped_mm.cc: aten::_grouped_mm (torch.nn.functional.grouped_mm), checked
+// as PyTorch checks it, its output allocated as PyTorch allocates it, and the
+// groups' products queued as one launch that reads the offsets on the device.
+at::Tensor grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, const std::optional<at::Tensor>& offs,
+                      const std::optional<at::Tensor>& bias, std::optional<at::ScalarType> out_dtype);
+
 // convolution.cc
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,

@@ -1,4 +1,4 @@
-// The library path's registration table: the matmul family, convolution and
+// The library path's registration table: the matmul family (grouped products included), convolution and
 // fused attention (library_kernels.h), and linear algebra and FFT (library_call.h):
 // the ATen kernels a GPU backend hands to cuSOLVER, cuBLAS and cuFFT, run by
 // PyTorch's CPU kernels on aliases of kiln memory.
@@ -61,6 +61,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_addmm_activation.out", TORCH_FN(library::addmm_activation_out));
   m.impl("bmm.out", TORCH_FN(library::bmm_out));
   m.impl("baddbmm.out", TORCH_FN(library::baddbmm_out));
+  m.impl("_grouped_mm", TORCH_FN(library::grouped_mm));
   m.impl("convolution", TORCH_FN(library::convolution));
   m.impl("convolution_backward", TORCH_FN(library::convolution_backward));
   m.impl("_fused_sdp_choice", TORCH_FN(at::native::_fused_sdp_choice_cpp));

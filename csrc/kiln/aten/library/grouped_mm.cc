@@ -1,0 +1,316 @@
+// aten::_grouped_mm (torch.nn.functional.grouped_mm) on the library path: the
+// experts' products of a mixture-of-experts layer as one queued launch.
+//
+// PyTorch's CompositeExplicitAutograd kernel, which a device without its own
+// runs, copies the offsets to the host (a stream sync per call) and
+// dispatches one mm.out per group. Here the call is checked on the host with
+// PyTorch's own checks (GroupedMMUtils.h, the ones its composite and CUDA
+// kernels run), the output is allocated as PyTorch allocates it, and one
+// launch is queued; the work reads the offsets from device memory (host
+// memory on the host target), checks them, and runs each group's product
+// with BLAS (float32, float64: direct_gemm.h) or with the CPU's own mm
+// (bfloat16, float16: what PyTorch's CPU loop calls), on tensors over the
+// kiln memory. A large call on the stream's worker is cut into blocks, one
+// BLAS or mm call each, over Kiln's pool (library_threads.h).
+#include <ATen/native/GroupedMMUtils.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/mm.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "kiln/aten/device_checks.h"
+#include "kiln/aten/library/direct_gemm.h"
+#include "kiln/aten/library/library_kernels.h"
+#include "kiln/aten/library/library_threads.h"
+#include "kiln/aten/native/device_memory.h"
+#include "kiln/aten/op_tracking.h"
+#include "kiln/c10/device_allocator.h"
+#include "kiln/c10/status_error.h"
+
+namespace kiln::torch_integration::library {
+namespace {
+
+// The four layouts PyTorch accepts, by which dim the offsets cut.
+enum class Form {
+  kRows,     // a [M, K] by b [G, K, N]: offsets over a's (and out's) rows
+  kColumns,  // a [G, M, K] by b [K, N]: offsets over b's (and out's) columns
+  kDepth,    // a [M, K] by b [K, N]: offsets over the shared K, out [G, M, N]
+  kBatched,  // a [G, M, K] by b [G, K, N]: no offsets, out [G, M, N]
+};
+
+// A tensor's memory and the strides of its last two dims, and of the group
+// dim for a 3-d one, fixed at launch: the caller may restride the tensor in
+// place before the work runs.
+struct Operand {
+  char* data = nullptr;
+  MatrixStrides strides;
+  int64_t batch_stride = 0;
+};
+
+Operand operand(const at::Tensor& tensor, void* data) {
+  const int64_t rank = tensor.dim();
+  return {static_cast<char*>(data), {tensor.stride(rank - 2), tensor.stride(rank - 1)},
+          rank == 3 ? tensor.stride(0) : 0};
+}
+
+// One group's product: out[m, n] = a[m, k] @ b[k, n], at these element
+// offsets from each operand's start.
+struct Product {
+  int64_t a_offset = 0, b_offset = 0, out_offset = 0;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// A block of one product's output: rows [rows.begin, rows.end), columns
+// [columns.begin, columns.end). Every output element is the same dot product
+// over k whichever block computes it.
+struct Block {
+  const Product* product;
+  BlockRange rows, columns;
+};
+
+// Blocks are cut along a product's longer side (BLAS) or its rows while
+// there are enough of them (ATen: blocks of whole rows stay dense, which
+// oneDNN's bfloat16 product needs to write them in place, as in matmul.cc),
+// aligned to kBlockAlignment, at least kMinimumBlock long.
+constexpr int64_t kBlockAlignment = 16;
+constexpr int64_t kMinimumBlock = 32;
+
+struct GroupedCall {
+  // The tensors the work keeps alive until it ran (kernel_launch.h).
+  std::vector<at::Tensor> held;
+  Form form;
+  at::ScalarType dtype;
+  size_t element_size = 0;
+  Operand a, b, out;
+  const int32_t* offsets = nullptr;
+  int64_t groups = 0;
+  int64_t extent = 0;  // the size of the dim the offsets cut
+  const char* extent_name = "";  // that dim, for the error
+  int64_t m = 0, n = 0, k = 0;  // the sizes the offsets do not cut
+  bool blas = false;  // float32 or float64 with BLAS exported: direct_gemm_product
+  bool small = false;
+  int threads = 1;
+
+  // The groups' products, after checking the offsets: each in [0, extent],
+  // none below the one before it. A failed check runs nothing.
+  Status list_products(std::vector<Product>& products) const {
+    products.reserve(static_cast<size_t>(groups));
+    int64_t begin = 0;
+    for (int64_t group = 0; group < groups; ++group) {
+      int64_t end = form == Form::kBatched ? 0 : offsets[group];
+      if (form != Form::kBatched && (end < begin || end > extent)) {
+        return out_of_range("_grouped_mm: offs[" + std::to_string(group) + "] = " + std::to_string(end) +
+                            " is out of range: the offsets must not decrease and must lie in [0, " +
+                            std::to_string(extent) + "], the size of " + extent_name +
+                            (group > 0 ? " (offs[" + std::to_string(group - 1) + "] = " + std::to_string(begin) + ")"
+                                       : std::string()));
+      }
+      Product product{0, 0, 0, m, n, k};
+      switch (form) {
+        case Form::kRows:
+          product = {begin * a.strides.row, group * b.batch_stride, begin * out.strides.row, end - begin, n, k};
+          break;
+        case Form::kColumns:
+          product = {group * a.batch_stride, begin * b.strides.column, begin * out.strides.column, m, end - begin, k};
+          break;
+        case Form::kDepth:
+          product = {begin * a.strides.column, begin * b.strides.row, group * out.batch_stride, m, n, end - begin};
+          break;
+        case Form::kBatched:
+          product = {group * a.batch_stride, group * b.batch_stride, group * out.batch_stride, m, n, k};
+          break;
+      }
+      products.push_back(product);
+      begin = end;
+    }
+    return Status();
+  }
+
+  at::Tensor matrix(const Operand& operand, int64_t offset, int64_t rows, int64_t columns) const {
+    return at::from_blob(operand.data + offset * static_cast<int64_t>(element_size), {rows, columns},
+                         {operand.strides.row, operand.strides.column}, at::TensorOptions().dtype(dtype));
+  }
+
+  // Writes zeros over a block of out: a product over an empty k (a group of
+  // the depth form with no rows), as mm writes it.
+  void write_zeros(int64_t offset, int64_t rows, int64_t columns) const {
+    for (int64_t row = 0; row < rows; ++row) {
+      char* start = out.data + (offset + row * out.strides.row) * static_cast<int64_t>(element_size);
+      std::memset(start, 0, static_cast<size_t>(columns) * element_size);  // out is row-major
+    }
+  }
+
+  void run_block(const Block& block) const {
+    const Product& product = *block.product;
+    const int64_t rows = block.rows.end - block.rows.begin;
+    const int64_t columns = block.columns.end - block.columns.begin;
+    if (rows == 0 || columns == 0) return;
+    const int64_t a_offset = product.a_offset + block.rows.begin * a.strides.row;
+    const int64_t b_offset = product.b_offset + block.columns.begin * b.strides.column;
+    const int64_t out_offset =
+        product.out_offset + block.rows.begin * out.strides.row + block.columns.begin * out.strides.column;
+    if (product.k == 0) return write_zeros(out_offset, rows, columns);
+    const int64_t size = static_cast<int64_t>(element_size);
+    if (blas && direct_gemm_product(dtype, a.data + a_offset * size, a.strides, b.data + b_offset * size,
+                                    b.strides, out.data + out_offset * size, out.strides, rows, columns,
+                                    product.k)) {
+      return;
+    }
+    at::Tensor target = matrix(out, out_offset, rows, columns);
+    at::mm_out(target, matrix(a, a_offset, rows, product.k), matrix(b, b_offset, product.k, columns));
+  }
+
+  // The batched form in ATen: the CPU's bmm over batches [begin, end), as
+  // PyTorch's loop calls bmm for it.
+  void run_batches(int64_t begin, int64_t end) const {
+    auto batch = [&](const Operand& operand, int64_t rows, int64_t columns) {
+      return at::from_blob(operand.data + begin * operand.batch_stride * static_cast<int64_t>(element_size),
+                           {end - begin, rows, columns},
+                           {operand.batch_stride, operand.strides.row, operand.strides.column},
+                           at::TensorOptions().dtype(dtype));
+    };
+    at::Tensor target = batch(out, m, n);
+    at::bmm_out(target, batch(a, m, k), batch(b, k, n));
+  }
+
+  // The blocks for `threads` threads: each product cut into up to one block
+  // per thread, group after group, so the threads, taking blocks in turn,
+  // share out every group, however unevenly the rows fell.
+  std::vector<Block> blocks(const std::vector<Product>& products) const {
+    std::vector<Block> cut;
+    for (const Product& product : products) {
+      if (product.m == 0 || product.n == 0) continue;
+      const bool by_rows = blas ? product.m >= product.n
+                                : product.m >= kMinimumBlock * threads || product.m >= product.n;
+      const int64_t extent_cut = by_rows ? product.m : product.n;
+      const int64_t parts = product.k == 0 ? 1 : std::clamp<int64_t>(extent_cut / kMinimumBlock, 1, threads);
+      for (int64_t part = 0; part < parts; ++part) {
+        const BlockRange range = block_range(extent_cut, parts, kBlockAlignment, part);
+        if (range.end == range.begin) continue;
+        cut.push_back({&product, by_rows ? range : BlockRange{0, product.m},
+                       by_rows ? BlockRange{0, product.n} : range});
+      }
+    }
+    return cut;
+  }
+
+  Status operator()() const {
+    try {
+      return run();
+    } catch (const std::exception& error) {  // ATen's mm refusing a block: not expected after the checks
+      return internal_error(std::string("_grouped_mm: ") + error.what());
+    }
+  }
+
+  Status run() const {
+    if (form == Form::kBatched && !blas) {
+      if (!splits_over_pool(small, threads)) {
+        LibraryThreadScope scope(small);
+        run_batches(0, groups);
+        return Status();
+      }
+      const int64_t parts = std::min<int64_t>(groups, threads);
+      split_tasks(parts, threads, [&](int64_t task) {
+        const BlockRange range = block_range(groups, parts, 1, task);
+        if (range.end > range.begin) run_batches(range.begin, range.end);
+      });
+      return Status();
+    }
+    std::vector<Product> products;
+    Status status = list_products(products);
+    if (!status.ok()) return status;
+    if (!splits_over_pool(small, threads)) {
+      LibraryThreadScope scope(small);
+      for (const Product& product : products) run_block({&product, {0, product.m}, {0, product.n}});
+      return Status();
+    }
+    const std::vector<Block> cut = blocks(products);
+    split_tasks(static_cast<int64_t>(cut.size()), threads, [&](int64_t task) { run_block(cut[task]); });
+    return Status();
+  }
+};
+
+Form form_of(const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() == 2) return b.dim() == 2 ? Form::kDepth : Form::kRows;
+  return b.dim() == 2 ? Form::kColumns : Form::kBatched;
+}
+
+size_t bytes_touched(std::initializer_list<const at::Tensor*> tensors) {
+  size_t bytes = 0;
+  for (const at::Tensor* tensor : tensors) bytes += tensor->nbytes();
+  return bytes;
+}
+
+}  // namespace
+
+at::Tensor grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, const std::optional<at::Tensor>& offs,
+                      const std::optional<at::Tensor>& bias, std::optional<at::ScalarType> out_dtype) {
+  record_static_op("aten::_grouped_mm", OpPath::kLibrary);
+  check_same_device(mat_a.device(), mat_b, "aten::_grouped_mm");
+  if (offs) check_same_device(mat_a.device(), *offs, "aten::_grouped_mm");
+  if (bias) check_same_device(mat_a.device(), *bias, "aten::_grouped_mm");
+  // PyTorch's checks and messages, as its composite and CUDA kernels run them.
+  at::native::_grouped_mm_validate_inputs(mat_a, mat_b, offs, bias, out_dtype);
+  const at::ScalarType dtype = at::native::_resolve_grouped_mm_out_dtype(mat_a, mat_b, out_dtype);
+  // The composite's mm and bmm refuse operands of two dtypes; so does this,
+  // with their message, whatever the offsets.
+  TORCH_CHECK(mat_a.scalar_type() == mat_b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
+              mat_a.dtype(), " != ", mat_b.dtype());
+  at::Tensor out = at::native::create_grouped_gemm_output_tensor(mat_a, mat_b, offs, dtype);
+  if (out.numel() == 0) return out;
+
+  GroupedCall call;
+  call.form = form_of(mat_a, mat_b);
+  call.dtype = dtype;
+  call.element_size = out.element_size();
+  call.a = operand(mat_a, const_cast<void*>(mat_a.const_data_ptr()));
+  call.b = operand(mat_b, const_cast<void*>(mat_b.const_data_ptr()));
+  call.out = operand(out, out.mutable_data_ptr());
+  int64_t batches = 1;  // the product's flops, if the offsets cover their whole dim
+  switch (call.form) {
+    case Form::kRows:
+      call.extent = mat_a.size(0);
+      call.extent_name = "mat_a's dim 0";
+      call.n = mat_b.size(2);
+      call.k = mat_a.size(1);
+      break;
+    case Form::kColumns:
+      call.extent = mat_b.size(1);
+      call.extent_name = "mat_b's dim 1";
+      call.m = mat_a.size(1);
+      call.k = mat_a.size(2);
+      break;
+    case Form::kDepth:
+      call.extent = mat_a.size(1);
+      call.extent_name = "the shared dim (mat_a's dim 1)";
+      call.m = mat_a.size(0);
+      call.n = mat_b.size(1);
+      break;
+    case Form::kBatched:
+      call.m = mat_a.size(1);
+      call.n = mat_b.size(2);
+      call.k = mat_a.size(2);
+      batches = mat_a.size(0);
+      break;
+  }
+  call.groups = offs ? offs->size(0) : mat_a.size(0);
+  call.offsets = offs ? offs->const_data_ptr<int32_t>() : nullptr;
+  const double flops = matmul_flops(batches, mat_a.size(-2), mat_a.size(-1), mat_b.size(-1));
+  const size_t bytes = bytes_touched({&mat_a, &mat_b, &out}) + (offs ? offs->nbytes() : 0);
+  call.small = is_small_library_call(flops, bytes);
+  call.threads = launch_thread_count();
+  call.blas = dtype == at::kFloat || dtype == at::kDouble;
+  call.held = {mat_a, mat_b, out};
+  if (offs) call.held.push_back(*offs);
+  drop_tensors_reused_in_stream_order(call.held);
+  check_status(stream_of(out).launch("aten::_grouped_mm", launch_bytes(call.small, bytes),
+                                     [call = std::move(call)]() { return call(); }));
+  return out;
+}
+
+}  // namespace kiln::torch_integration::library

@@ -163,6 +163,13 @@ def test_a_large_call_split_over_the_threads(dtype):
                                                    x, weight)
     assert_same(expected[:250], result[:250], [expected_grads[0][:250], expected_grads[1]],
                 [grads[0][:250], grads[1]], dtype)
+    # The other forms, each group's output cut into blocks (depth) or the groups shared out (batched).
+    depth_offs = torch.tensor([0, 100, 256], dtype=torch.int32)
+    a, b = random(128, 256, dtype=dtype, seed=12), random(256, 128, dtype=dtype, seed=13)
+    expected, result, _, _ = both(lambda a, b: F.grouped_mm(a, b, offs=depth_offs.to(a.device)), a, b, grad=False)
+    assert_same(expected, result, [], [], dtype)
+    a, b = random(3, 128, 128, dtype=dtype, seed=14), random(3, 128, 96, dtype=dtype, seed=15)
+    assert_same(*both(lambda a, b: F.grouped_mm(a, b), a, b, grad=False), dtype)
 
 
 BAD_CALLS = {

@@ -18,8 +18,6 @@
 #include <ATen/ops/mm.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <iterator>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -182,16 +180,50 @@ struct GroupedCall {
     at::bmm_out(target, batch(a, m, k), batch(b, k, n));
   }
 
+  // The cost of one call, in multiply-adds' worth of time: what a product
+  // costs before its arithmetic (ATen's bfloat16 mm: 20-25 us here, about 3
+  // MFLOP at its one-thread speed; BLAS's sgemm a few us, about 0.4 MFLOP).
+  double call_overhead_flops() const { return blas ? 0.4e6 : 3e6; }
+
+  // Where runs of positions along the grouped dim end, when no run may cost
+  // more than `bound` (positions, plus `overhead` for each product it calls):
+  // runs filled in order, a group cut where one is full. Empty when that
+  // takes more than `threads` runs. Cutting is never worse than ending the
+  // run before the group: the next run then starts with less.
+  std::vector<int64_t> run_ends(const std::vector<Product>& products, int64_t bound, int64_t overhead) const {
+    std::vector<int64_t> ends;
+    int64_t used = 0;
+    for (const Product& product : products) {
+      int64_t position = product.begin;
+      int64_t left = form == Form::kRows ? product.m : product.n;
+      while (left > 0) {
+        if (used + overhead + left <= bound) {
+          used += overhead + left;
+          break;
+        }
+        const int64_t room = bound - used - overhead;
+        if (room > 0) {
+          position += room;
+          left -= room;
+        }
+        ends.push_back(position);
+        used = 0;
+        if (static_cast<int64_t>(ends.size()) >= threads) return {};
+      }
+    }
+    ends.push_back(products.back().begin + (form == Form::kRows ? products.back().m : products.back().n));
+    return ends;
+  }
+
   // The blocks for `threads` threads, as one list per task. Where the
   // offsets cut the output's rows (or columns), every position along that
-  // dim costs the same, so the positions up to the last offset are cut into
-  // one run per thread, each run's end moved to the nearest group boundary
-  // when one is close: each thread then computes its run group after group,
-  // and at most threads - 1 groups are cut in two. Fewer products than
-  // blocks of whole groups would leave threads idle with uneven groups, and
-  // cutting every group costs a call per piece: ATen's bfloat16 mm takes
-  // 20-25 us per call before any arithmetic here, and BLAS packs the other
-  // operand again for each piece.
+  // dim costs the same, plus the cost of a call for each product: the
+  // positions up to the last offset are cut into at most one run per thread
+  // with the least cost for the costliest (a binary search over that cost),
+  // and each thread computes its run group after group, at most one group
+  // per thread cut in two. Cutting every group into a block per thread
+  // instead costs a call per piece, which made small groups slower than the
+  // CPU's loop in bfloat16.
   std::vector<std::vector<Block>> plan(const std::vector<Product>& products) const {
     const bool along_grouped_dim = form == Form::kRows || form == Form::kColumns;
     const int64_t length = products.empty() ? 0 : products.back().begin +
@@ -201,21 +233,25 @@ struct GroupedCall {
       for (const Block& block : blocks(products)) tasks.push_back({block});
       return tasks;
     }
-    std::vector<int64_t> cuts{0};
-    for (int part = 1; part < threads; ++part) {
-      int64_t cut = length * part / threads;
-      // The nearest group boundary, if within an eighth of a run.
-      const auto after = std::lower_bound(products.begin(), products.end(), cut,
-                                          [](const Product& product, int64_t position) { return product.begin < position; });
-      int64_t nearest = after == products.end() ? length : after->begin;
-      if (after != products.begin()) {
-        const int64_t before = std::prev(after)->begin;
-        if (cut - before < nearest - cut) nearest = before;
-      }
-      if (std::abs(nearest - cut) * 8 * threads <= length) cut = nearest;
-      cuts.push_back(std::max(cut, cuts.back()));
+    const double position_flops = 2.0 * static_cast<double>(std::max<int64_t>(1, k)) *
+                                  static_cast<double>(std::max<int64_t>(1, form == Form::kRows ? n : m));
+    const int64_t overhead = static_cast<int64_t>(call_overhead_flops() / position_flops);
+    int64_t total = 0;
+    for (const Product& product : products) {
+      const int64_t size = form == Form::kRows ? product.m : product.n;
+      if (size > 0) total += overhead + size;
     }
-    cuts.push_back(length);
+    int64_t low = std::max<int64_t>((total + threads - 1) / threads, overhead + 1), high = std::max(total, low);
+    while (low < high) {  // the least bound that `threads` runs meet (`total` always does)
+      const int64_t middle = low + (high - low) / 2;
+      if (run_ends(products, middle, overhead).empty()) {
+        low = middle + 1;
+      } else {
+        high = middle;
+      }
+    }
+    std::vector<int64_t> cuts = run_ends(products, low, overhead);
+    cuts.insert(cuts.begin(), 0);
     std::vector<std::vector<Block>> tasks;
     for (size_t run = 0; run + 1 < cuts.size(); ++run) {
       std::vector<Block> pieces;

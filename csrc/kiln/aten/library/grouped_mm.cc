@@ -8,10 +8,11 @@
 // kernels run), the output is allocated as PyTorch allocates it, and one
 // launch is queued; the work reads the offsets from device memory (host
 // memory on the host target), checks them, and runs each group's product
-// with BLAS (float32, float64: direct_gemm.h) or with the CPU's own mm
+// with BLAS (float32: direct_gemm.h) or with the CPU's own mm
 // (bfloat16, float16: what PyTorch's CPU loop calls), on tensors over the
-// kiln memory. A large call on the stream's worker is cut into blocks, one
-// BLAS or mm call each, over Kiln's pool (library_threads.h).
+// kiln memory. A large call on the stream's worker is shared out over
+// Kiln's pool (library_threads.h): runs of the groups' rows or columns, one
+// per thread, or blocks of each group's output (plan() below).
 #include <ATen/native/GroupedMMUtils.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/from_blob.h>
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/aten/device_checks.h"
@@ -93,7 +95,7 @@ struct GroupedCall {
   int64_t extent = 0;  // the size of the dim the offsets cut
   const char* extent_name = "";  // that dim, for the error
   int64_t m = 0, n = 0, k = 0;  // the sizes the offsets do not cut
-  bool blas = false;  // float32 or float64 with BLAS exported: direct_gemm_product
+  bool blas = false;  // float32: direct_gemm_product (which declines if no BLAS is exported)
   bool small = false;
   int threads = 1;
 
@@ -180,29 +182,41 @@ struct GroupedCall {
     at::bmm_out(target, batch(a, m, k), batch(b, k, n));
   }
 
-  // The cost of one call, in multiply-adds' worth of time: what a product
-  // costs before its arithmetic (ATen's bfloat16 mm: 20-25 us here, about 3
-  // MFLOP at its one-thread speed; BLAS's sgemm a few us, about 0.4 MFLOP).
-  double call_overhead_flops() const { return blas ? 0.4e6 : 3e6; }
+  // What a product costs besides its arithmetic, in positions along the
+  // grouped dim (rows of 2 n k flops, or columns of 2 m k): the shared
+  // operand packed again for each piece, about 6 rows' worth with both MKL's
+  // sgemm and oneDNN's bfloat16 product, and a fixed cost per call, 0.2
+  // MFLOP's worth for sgemm and 3.5 for ATen's bfloat16 mm (15-18 us; one
+  // thread, (m x 512) @ (512 x 1024) and (m x 128) @ (128 x 512), m from 1 to 128).
+  int64_t call_overhead_positions() const {
+    const double position_flops = 2.0 * static_cast<double>(std::max<int64_t>(1, k)) *
+                                  static_cast<double>(std::max<int64_t>(1, form == Form::kRows ? n : m));
+    return 6 + static_cast<int64_t>((blas ? 0.2e6 : 3.5e6) / position_flops);
+  }
+
+  int64_t grouped_size(const Product& product) const { return form == Form::kRows ? product.m : product.n; }
 
   // Where runs of positions along the grouped dim end, when no run may cost
-  // more than `bound` (positions, plus `overhead` for each product it calls):
-  // runs filled in order, a group cut where one is full. Empty when that
-  // takes more than `threads` runs. Cutting is never worse than ending the
-  // run before the group: the next run then starts with less.
-  std::vector<int64_t> run_ends(const std::vector<Product>& products, int64_t bound, int64_t overhead) const {
+  // more than `bound` (positions, plus `overhead` for each product it
+  // calls), runs filled in order; `cut_groups`: a group may be cut where a
+  // run is full (which never needs more runs than ending the run before it),
+  // else runs end at group boundaries. Empty when that takes more than
+  // `threads` runs.
+  std::vector<int64_t> run_ends(const std::vector<Product>& products, int64_t bound, int64_t overhead,
+                                bool cut_groups) const {
     std::vector<int64_t> ends;
     int64_t used = 0;
     for (const Product& product : products) {
       int64_t position = product.begin;
-      int64_t left = form == Form::kRows ? product.m : product.n;
+      int64_t left = grouped_size(product);
       while (left > 0) {
         if (used + overhead + left <= bound) {
           used += overhead + left;
           break;
         }
         const int64_t room = bound - used - overhead;
-        if (room > 0) {
+        if (!cut_groups && used == 0) return {};  // the group alone costs more than the bound
+        if (cut_groups && room > 0) {
           position += room;
           left -= room;
         }
@@ -211,54 +225,61 @@ struct GroupedCall {
         if (static_cast<int64_t>(ends.size()) >= threads) return {};
       }
     }
-    ends.push_back(products.back().begin + (form == Form::kRows ? products.back().m : products.back().n));
+    ends.push_back(products.back().begin + grouped_size(products.back()));
     return ends;
   }
 
-  // The blocks for `threads` threads, as one list per task. Where the
-  // offsets cut the output's rows (or columns), every position along that
-  // dim costs the same, plus the cost of a call for each product: the
-  // positions up to the last offset are cut into at most one run per thread
-  // with the least cost for the costliest (a binary search over that cost),
-  // and each thread computes its run group after group, at most one group
-  // per thread cut in two. Cutting every group into a block per thread
-  // instead costs a call per piece, which made small groups slower than the
-  // CPU's loop in bfloat16.
-  std::vector<std::vector<Block>> plan(const std::vector<Product>& products) const {
-    const bool along_grouped_dim = form == Form::kRows || form == Form::kColumns;
-    const int64_t length = products.empty() ? 0 : products.back().begin +
-                           (form == Form::kRows ? products.back().m : products.back().n);
-    if (!along_grouped_dim || length < kMinimumBlock * threads) {
-      std::vector<std::vector<Block>> tasks;
-      for (const Block& block : blocks(products)) tasks.push_back({block});
-      return tasks;
-    }
-    const double position_flops = 2.0 * static_cast<double>(std::max<int64_t>(1, k)) *
-                                  static_cast<double>(std::max<int64_t>(1, form == Form::kRows ? n : m));
-    const int64_t overhead = static_cast<int64_t>(call_overhead_flops() / position_flops);
+  // The least bound `threads` runs meet (a binary search; the total cost of
+  // all products always does), and those runs' ends.
+  std::pair<int64_t, std::vector<int64_t>> cheapest_runs(const std::vector<Product>& products, int64_t overhead,
+                                                         bool cut_groups) const {
     int64_t total = 0;
     for (const Product& product : products) {
-      const int64_t size = form == Form::kRows ? product.m : product.n;
-      if (size > 0) total += overhead + size;
+      if (grouped_size(product) > 0) total += overhead + grouped_size(product);
     }
-    int64_t low = std::max<int64_t>((total + threads - 1) / threads, overhead + 1), high = std::max(total, low);
-    while (low < high) {  // the least bound that `threads` runs meet (`total` always does)
+    int64_t low = std::max<int64_t>((total + threads - 1) / threads, overhead + 1);
+    int64_t high = std::max(total, low);
+    while (low < high) {
       const int64_t middle = low + (high - low) / 2;
-      if (run_ends(products, middle, overhead).empty()) {
+      if (run_ends(products, middle, overhead, cut_groups).empty()) {
         low = middle + 1;
       } else {
         high = middle;
       }
     }
-    std::vector<int64_t> cuts = run_ends(products, low, overhead);
+    return {low, run_ends(products, low, overhead, cut_groups)};
+  }
+
+  // The blocks for `threads` threads, as one list per task. Where the
+  // offsets cut the output's rows (or columns), every position along that
+  // dim costs the same, plus call_overhead_positions() for each product:
+  // the positions up to the last offset are cut into at most one run per
+  // thread, so that the costliest run costs least, and each thread computes
+  // its run group after group. Runs end at group boundaries unless cutting a
+  // group makes the costliest run cheaper by more than a sixteenth (the
+  // model is rough, and a piece of a few rows runs far below BLAS's speed);
+  // at most one group per thread is cut in two. Cutting every group into a
+  // block per thread instead costs a call per piece, which made small groups
+  // slower than the CPU's loop in bfloat16.
+  std::vector<std::vector<Block>> plan(const std::vector<Product>& products) const {
+    const bool along_grouped_dim = form == Form::kRows || form == Form::kColumns;
+    const int64_t length = products.empty() ? 0 : products.back().begin + grouped_size(products.back());
+    if (!along_grouped_dim || length < kMinimumBlock * threads) {
+      std::vector<std::vector<Block>> tasks;
+      for (const Block& block : blocks(products)) tasks.push_back({block});
+      return tasks;
+    }
+    const int64_t overhead = call_overhead_positions();
+    auto [cut_bound, cuts] = cheapest_runs(products, overhead, true);
+    auto [whole_bound, whole_cuts] = cheapest_runs(products, overhead, false);
+    if (!whole_cuts.empty() && whole_bound * 16 <= cut_bound * 17) cuts = std::move(whole_cuts);
     cuts.insert(cuts.begin(), 0);
     std::vector<std::vector<Block>> tasks;
     for (size_t run = 0; run + 1 < cuts.size(); ++run) {
       std::vector<Block> pieces;
       for (const Product& product : products) {
-        const int64_t size = form == Form::kRows ? product.m : product.n;
         const int64_t begin = std::max(cuts[run], product.begin) - product.begin;
-        const int64_t end = std::min(cuts[run + 1], product.begin + size) - product.begin;
+        const int64_t end = std::min(cuts[run + 1], product.begin + grouped_size(product)) - product.begin;
         if (end <= begin) continue;
         const BlockRange part{begin, end};
         pieces.push_back({&product, form == Form::kRows ? part : BlockRange{0, product.m},
@@ -397,7 +418,7 @@ at::Tensor grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b, const st
   const size_t bytes = bytes_touched({&mat_a, &mat_b, &out}) + (offs ? offs->nbytes() : 0);
   call.small = is_small_library_call(flops, bytes);
   call.threads = launch_thread_count();
-  call.blas = dtype == at::kFloat || dtype == at::kDouble;
+  call.blas = dtype == at::kFloat;  // float64 never gets here: PyTorch refuses it
   call.held = {mat_a, mat_b, out};
   if (offs) call.held.push_back(*offs);
   drop_tensors_reused_in_stream_order(call.held);

@@ -286,8 +286,9 @@ struct GroupedCall {
     return tasks;
   }
 
-  // The tasks of the depth and batched forms, each group's output a whole
-  // matrix (and of the jagged forms with too few rows to share out): with
+  // The tasks of the depth form, each group's output a whole matrix (and of
+  // the batched form with BLAS, and the jagged forms with too few rows or
+  // columns to share out; the batched form with ATen calls its bmm): with
   // ATen's mm (bfloat16, float16), whole groups, costliest first (the pool's
   // threads take tasks in turn), when the costliest thread's share is then
   // within a sixteenth of what cutting every group into blocks gives, which

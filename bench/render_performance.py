@@ -623,11 +623,16 @@ BENCHMARKS = [
               "suites run them: training and inference, CPU eager, Inductor, kiln eager and kiln compiled, each "
               "(model, task, mode) in its own process. Targets: every model passes eagerly and compiled with no "
               "fallback; kiln eager >= CPU eager, kiln compiled >= Inductor.", render_moe_suite,
-              "The CPU's grouped_mm refuses float64, so these models' numerics are judged against CPU eager alone "
-              "(kiln-eval's tolerances), not against a float64 run. The experts' products are PyTorch's "
-              "composite grouped_mm on both sides, which on kiln reads the offsets back to the host once per "
-              "call ([library path](design/library_path.md)). One round: figures of single processes move by "
-              "up to 20-30 % on this VM."),
+              "Numerics are judged against a float64 run of the CPU in which transformers' experts run as its "
+              "per-expert loop (`set_experts_implementation(\"eager\")`: `torch._grouped_mm` takes float32 and "
+              "bfloat16 only). The experts' products: eagerly, kiln's own `_grouped_mm` (one queued launch per "
+              "call, no offsets read back) against the CPU's loop of one `mm` per expert; compiled, float32 "
+              "experts call transformers' fallback op, which kiln runs as `_grouped_mm` on its stream "
+              "([compiled path](design/compiled_path.md#which-ops-become-extern-calls)) and Inductor as the "
+              "op's loop. Compiled inference stays below Inductor: the routing (top-k, sort, histogram, cumsum, "
+              "gathers and scatters) is a chain of small extern calls in kiln's program, where Inductor "
+              "generates fused C++ loops. One round: figures of single processes move by up to 20-30 % on "
+              "this VM."),
     Benchmark("adaptive_eager", "bench_adaptive_eager.py", "Adaptive eager: hand-written chains",
               "Pointwise chains written as their formulas (GELU's tanh and erf forms, RMSNorm, LayerNorm, "
               "SwiGLU's activations) and an Adam step with `foreach=False`, in CPU eager, kiln eager with adaptive "
@@ -681,6 +686,16 @@ BENCHMARKS = [
               "kernel that writes in place, and oneDNN's symbols are not exported). Figures of single cases "
               "move by up to 10-20 % between runs on a shared 2-core VM (the same single-threaded MKL call "
               "read 0.94x in one run), more at 2 threads."),
+    Benchmark("library_grouped", "bench_library.py", "Grouped products (mixture-of-experts experts)",
+              "`torch.nn.functional.grouped_mm` at the expert shapes of the MoE suite (tokens x hidden x "
+              "expert width, 4 or 8 experts, jagged offsets) and one larger shape, float32 and bfloat16, kiln's "
+              "own kernel (one queued launch, [library path](design/library_path.md#grouped-products-"
+              "mixture-of-experts)) against the CPU's composite loop, each (mode, thread count) in its own "
+              "process. Target: cpu / kiln >= 0.95x for every case.", render_library,
+              "The CPU's grouped product is PyTorch's loop of one `mm` per group (oneDNN in bfloat16, about "
+              "15-25 us a call before any arithmetic); kiln's shares the groups' rows out as one run per "
+              "thread, so small groups are not each a call per thread. Single cases move by 10-20 % between "
+              "runs on this VM."),
     Benchmark("foreach", "bench_foreach.py", "Foreach ops",
               "Foreach ops over the transformer's parameters on kiln (one launch per call) beside the same work "
               "op by op on kiln and beside the CPU; then a whole `clip_grad_norm_` + AdamW step with "

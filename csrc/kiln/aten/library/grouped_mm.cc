@@ -378,7 +378,11 @@ struct GroupedCall {
     std::vector<Product> products;
     Status status = list_products(products);
     if (!status.ok()) return status;
-    if (!splits_over_pool(small, threads)) {
+    // The jagged and depth forms are shared out by the plan below on every
+    // thread, the initial one too (an inference program runs there): its
+    // OpenMP team per group pays a wake-up per small product, as the CPU's
+    // loop does.
+    if (small || threads <= 1) {
       LibraryThreadScope scope(small);
       for (const Product& product : products) run_block({&product, {0, product.m}, {0, product.n}});
       return Status();

@@ -12,8 +12,9 @@ backward, ``transformers::grouped_mm_fallback_backward``) instead of
 ``torch._grouped_mm``, whose meta function takes bfloat16 only. Their own
 implementation reads the offsets with ``.tolist()`` and loops over the
 experts; on kiln they run as ``aten::_grouped_mm`` calls on the stream, with
-the fallback's results: rows past the last offset are zero, and so is the
-weight gradient of an expert without tokens.
+the fallback's results: rows past the last offset are zero (kiln's
+``_grouped_mm`` writes them, where PyTorch's leaves them unwritten), and so
+is the weight gradient of an expert without tokens.
 
 The kernels are registered once the library has defined its ops:
 ``register_if_defined()`` runs each time kiln compiles a graph, which is
@@ -24,12 +25,6 @@ import torch
 # (namespace, op name) -> the kiln kernel, for ops of other libraries.
 _KERNELS = {}
 _registered = set()
-
-
-def _rows_past_last_offset(rows, offs):
-    """Row mask [rows, 1]: the rows no group covers (past offs[-1])."""
-    positions = torch.arange(rows, device=offs.device)
-    return (positions >= offs[-1]).unsqueeze(1)
 
 
 def _aligned_matrix(matrix):
@@ -60,8 +55,8 @@ def _grouped_mm_fallback(input, weight, offs):
     weight [E, K, N], offs [E] cumulative rows -> [S, N]."""
     if offs.numel() == 0 or not _takes_grouped_mm(input, weight):
         return _reference_grouped_mm_fallback(input, weight, offs)
-    output = torch._grouped_mm(input, weight, offs=offs.to(torch.int32))
-    return output.masked_fill_(_rows_past_last_offset(input.size(0), offs), 0)
+    # kiln's _grouped_mm writes zeros past the last offset (grouped_mm.cc)
+    return torch._grouped_mm(input, weight, offs=offs.to(torch.int32))
 
 
 def _grouped_mm_fallback_backward(input, weight, offs, grad_output):
@@ -70,7 +65,6 @@ def _grouped_mm_fallback_backward(input, weight, offs, grad_output):
         return _reference_grouped_mm_fallback_backward(input, weight, offs, grad_output)
     offsets = offs.to(torch.int32)
     grad_input = torch._grouped_mm(grad_output, weight.transpose(-2, -1), offs=offsets)
-    grad_input.masked_fill_(_rows_past_last_offset(input.size(0), offs), 0)
     # 2-d by 2-d: offsets split the rows (the products' inner dimension).
     grad_weight = torch._grouped_mm(input.transpose(0, 1), grad_output, offs=offsets)
     return grad_input, grad_weight

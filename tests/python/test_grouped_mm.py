@@ -78,10 +78,28 @@ def test_tokens_times_expert_weights(dtype, offsets):
         return F.grouped_mm(x, weight, offs=offs.to(x.device))
     expected, result, expected_grads, grads = both(product, x, weight)
     assert_ran_natively(3)  # forward, and the backward's two: the same op on transposed operands
-    end = OFFSETS[offsets][-1]  # rows past the last offset are left as they are, here and in x's
-    # gradient (as the CPU leaves them): compare the others
+    end = OFFSETS[offsets][-1]  # the CPU leaves rows past the last offset as they are, here and in
+    # x's gradient (kiln writes zeros: test_rows_and_columns_past_the_last_offset_are_zero)
     assert_same(expected[:end], result[:end], [expected_grads[0][:end], expected_grads[1]],
                 [grads[0][:end], grads[1]], dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("form", ["rows", "columns"])
+def test_rows_and_columns_past_the_last_offset_are_zero(dtype, form):
+    """PyTorch leaves them unwritten; kiln writes zeros, which is also x's
+    true gradient there (those rows take part in no product)."""
+    offs = torch.tensor(OFFSETS["uneven, rows past the end"], dtype=torch.int32, device="kiln")  # ends at 30
+    if form == "rows":
+        a, b = random(32, 24, dtype=dtype, seed=0), random(4, 24, 40, dtype=dtype, seed=1)
+    else:
+        a, b = random(4, 16, 24, dtype=dtype, seed=2), random(24, 32, dtype=dtype, seed=3)
+    a, b = a.to("kiln"), b.to("kiln")
+    shape = (32, 40) if form == "rows" else (16, 32)
+    torch.full(shape, float("nan"), dtype=dtype, device="kiln")  # freed: memory the output reuses
+    result = F.grouped_mm(a, b, offs=offs).cpu()
+    past = result[30:] if form == "rows" else result[:, 30:]
+    assert past.numel() > 0 and torch.equal(past, torch.zeros_like(past))
 
 
 def whole(tensor):

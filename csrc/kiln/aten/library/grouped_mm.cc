@@ -149,6 +149,20 @@ struct GroupedCall {
     }
   }
 
+  // Zeros over the rows (columns) of out past the last offset, which no
+  // group computes. PyTorch leaves them unwritten (its output is empty);
+  // kiln defines them, as transformers' loop over the experts does, so that
+  // its op (library_ops.py) needs no mask.
+  void write_zeros_past_last_offset(const std::vector<Product>& products) const {
+    if (form != Form::kRows && form != Form::kColumns) return;
+    const int64_t covered = products.empty() ? 0 : products.back().begin + grouped_size(products.back());
+    if (covered >= extent) return;
+    if (form == Form::kRows) return write_zeros(covered * out.strides.row, extent - covered, n);
+    for (int64_t row = 0; row < m; ++row) {  // out [M, N], its columns cut
+      write_zeros(row * out.strides.row + covered * out.strides.column, 1, extent - covered);
+    }
+  }
+
   void run_block(const Block& block) const {
     const Product& product = *block.product;
     const int64_t rows = block.rows.end - block.rows.begin;
@@ -378,6 +392,7 @@ struct GroupedCall {
     std::vector<Product> products;
     Status status = list_products(products);
     if (!status.ok()) return status;
+    write_zeros_past_last_offset(products);
     // The jagged and depth forms are shared out by the plan below on every
     // thread, the initial one too (an inference program runs there): its
     // OpenMP team per group pays a wake-up per small product, as the CPU's

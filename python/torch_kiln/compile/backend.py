@@ -36,6 +36,7 @@ from .lowering.graph_lowering import UnsupportedOperatorError, lower_graph
 from .passes.channels_last import convolutions_to_channels_last
 from .passes.decompositions import decompositions
 from .passes.effects import unwrap_effects
+from .passes import placement
 from .passes.inference_folding import fold_for_inference
 from .passes.small_products import expand_small_products
 from .runtime import statistics
@@ -117,12 +118,14 @@ def _compile_graph(kind, options, graph, gm, example_inputs):
     if not cache_hit:
         lowered = lower_graph(gm, fallback=options["fallback"])
         program_cache.store(key, lowered)
-    # Inference programs run whole in the caller on an idle stream; forward
-    # and backward graphs of training are queued step by step, so the Python
-    # between them overlaps with the device (docs/design/compiled_path.md).
-    program = _C._Program(dict(lowered.description, run_inline=kind == "inference"))
+    # Forward and backward graphs of training are queued step by step, so the
+    # Python between them overlaps with the device; an inference program runs
+    # whole in the caller on an idle stream unless its steps are so small
+    # that the host bounds it (passes/placement.py, docs/design/compiled_path.md).
+    run_inline = kind == "inference" and placement.runs_inline(gm, lowered)
+    program = _C._Program(dict(lowered.description, run_inline=run_inline))
     graph_index = statistics.record_graph(lowered, program.statistics(), time.perf_counter() - start,
-                                          cache_hit)
+                                          cache_hit, queued_inference=kind == "inference" and not run_inline)
     _dump(kind, gm, program, graph_index)
     if lowered.eager_ops:
         names = sorted({name for name, _ in lowered.eager_ops})

@@ -15,6 +15,7 @@ def _zero():
         "fused_nodes": 0,       # pointwise and reduction nodes inside fused kernels
         "extern_calls": 0,      # nodes run as ATen ops on the device (matmul, convolution, views, ...)
         "eager_nodes": 0,       # nodes run eagerly through the CPU fallback (fallback="eager")
+        "queued_inference_graphs": 0,  # inference programs queued step by step, not run inline (placement.py)
         "compile_seconds": 0.0,  # lowering and graph passes, plus kernel compiles on first runs
         "cache_hits": 0,        # graphs whose lowering came from the program cache on disk
         "kernels_compiled": 0,  # C compiles those first runs needed
@@ -37,7 +38,7 @@ def record_dynamo_graph():
             _counters["recompiles"] += 1
 
 
-def record_graph(lowered, program_statistics, seconds, cache_hit):
+def record_graph(lowered, program_statistics, seconds, cache_hit, queued_inference=False):
     with _lock:
         _counters["graphs"] += 1
         _counters["cache_hits"] += int(cache_hit)
@@ -46,6 +47,7 @@ def record_graph(lowered, program_statistics, seconds, cache_hit):
         _counters["fused_nodes"] += program_statistics["fused_nodes"]
         _counters["extern_calls"] += program_statistics["extern_calls"]
         _counters["eager_nodes"] += len(lowered.eager_ops)
+        _counters["queued_inference_graphs"] += int(queued_inference)
         _counters["compile_seconds"] += seconds
         return _counters["graphs"]
 

@@ -104,7 +104,11 @@ def parse_header(lines):
     fields = {}
     for line in lines or []:
         key, separator, value = line.partition(":")
-        if separator:
+        if not separator:
+            continue
+        if key.strip() == "update":  # bench_suite.py --update: one line per re-run, all kept
+            fields.setdefault("updates", []).append(" ".join(value.split()))
+        else:
             fields[key.strip()] = " ".join(value.split())
     return fields
 
@@ -123,4 +127,7 @@ def stamp(name, fields):
         f"- commit: `{fields.get('commit', missing)}`; date: {fields.get('date', missing)}",
         f"- machine: {machine}; load {fields.get('load', missing)}",
         f"- software: torch {fields.get('torch', missing)}; kiln build {fields.get('kiln', missing)}",
-    ]
+    ] + [f"- updated (the models and tasks it names were re-run; the others keep the run above): `{command}`"
+         f"{' at ' + when if when else ''}"
+         for command, _, when in (update.rpartition(" at ") if " at " in update else (update, "", "")
+                                  for update in fields.get("updates", []))]

@@ -629,10 +629,13 @@ BENCHMARKS = [
               "call, no offsets read back) against the CPU's loop of one `mm` per expert; compiled, float32 "
               "experts call transformers' fallback op, which kiln runs as `_grouped_mm` on its stream "
               "([compiled path](design/compiled_path.md#which-ops-become-extern-calls)) and Inductor as the "
-              "op's loop. Compiled inference stays below Inductor: the routing (top-k, sort, histogram, cumsum, "
-              "gathers and scatters) is a chain of small extern calls in kiln's program, where Inductor "
-              "generates fused C++ loops. One round: figures of single processes move by up to 20-30 % on "
-              "this VM."),
+              "op's loop. Compiled inference programs of these models are queued step by step, not run inline "
+              "([where a program runs](design/compiled_path.md#where-a-program-runs)): the routing (top-k, sort, "
+              "histogram, cumsum, gathers and scatters) is a chain of small extern calls whose dispatch on the "
+              "host takes longer than their arithmetic, and queued the two overlap; Inductor generates fused "
+              "C++ loops for it instead, and stays ahead on DeepSeek-V3, whose program makes the most calls "
+              "(364). Figures of single processes move by up to 20-30 % on this VM; the inference rows are "
+              "the median of 3 rounds, the training rows of 1."),
     Benchmark("adaptive_eager", "bench_adaptive_eager.py", "Adaptive eager: hand-written chains",
               "Pointwise chains written as their formulas (GELU's tanh and erf forms, RMSNorm, LayerNorm, "
               "SwiGLU's activations) and an Adam step with `foreach=False`, in CPU eager, kiln eager with adaptive "

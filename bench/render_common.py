@@ -113,6 +113,15 @@ def parse_header(lines):
     return fields
 
 
+def last_update(fields):
+    """(date, commit) of the latest bench_suite.py --update re-run in a header, or None."""
+    if not fields.get("updates"):
+        return None
+    when = fields["updates"][-1].rpartition(" at ")[2]
+    date, _, commit = when.partition(" on commit ")
+    return date, commit
+
+
 def stamp(name, fields):
     """The lines that say which run measured a section's figures."""
     if not fields:

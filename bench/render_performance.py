@@ -21,7 +21,7 @@ import sys
 from typing import Callable
 
 from render_adaptive_eager import chains_table, suite_table
-from render_common import (geometric_mean, median_iqr, median_of, number, parse_header, ratio_of, ratio_text,
+from render_common import (geometric_mean, last_update, median_iqr, median_of, number, parse_header, ratio_of, ratio_text,
                            scaled, size_text, stamp, table)
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -796,8 +796,13 @@ noisy their figures are and how to regenerate this page: [reference/benchmarks.m
 def summary_table(present):
     rows = []
     for benchmark, fields in present:
+        measured, commit = fields.get("date", "not recorded"), f"`{fields.get('commit', 'not recorded')}`"
+        update = last_update(fields)
+        if update:  # part of the figures come from a later re-run
+            measured += f", updated {update[0]}"
+            commit += f", `{update[1]}`"
         rows.append([f"[{benchmark.title}](#{anchor(benchmark.title)})", f"`bench/{benchmark.script}`",
-                     fields.get("date", "not recorded"), f"`{fields.get('commit', 'not recorded')}`"])
+                     measured, commit])
     return table(["benchmark", "script", "measured", "commit"], rows)
 
 

@@ -67,6 +67,22 @@ def test_page_carries_stamp_and_figures(renderer, tmp_path):
     assert "Not measured" in page and "bench_compile.py" in page and "bench_ddp.py" in page
 
 
+def test_update_reruns_are_stamped(renderer, tmp_path):
+    """bench_suite.py --update appends a line per re-run to the header: the
+    section lists each, and the summary table names the latest's date and commit."""
+    results = tmp_path / "results"
+    updates = ["update  : bench/bench_copies.py --sizes 1KiB at 2031-03-04T05:06:07+0000 on commit abad1dea",
+               "update  : bench/bench_copies.py --sizes 2KiB at 2031-04-05T06:07:08+0000 on commit beefcafe"]
+    write(results, "copies", {"header": HEADER + updates, "args": {}, "results": [
+        copy_row("memcpy (torch)", 11.25, 1.0), copy_row("memcpy (numpy)", 12.5, 1.0)]})
+    output = tmp_path / "performance.md"
+    renderer.main(["--results", str(results), "--output", str(output)])
+    page = output.read_text()
+    assert "`bench/bench_copies.py --sizes 1KiB` at 2031-03-04T05:06:07+0000 on commit abad1dea" in page
+    assert "`bench/bench_copies.py --sizes 2KiB` at 2031-04-05T06:07:08+0000 on commit beefcafe" in page
+    assert "2031-02-03T04:05:06+00:00, updated 2031-04-05T06:07:08+0000 | `f00dcafe-dirty`, `beefcafe`" in page
+
+
 def test_ratios_and_geometric_means_come_from_the_json(renderer, tmp_path):
     results = tmp_path / "results"
     write(results, "training", {"header": HEADER, "args": {}, "results": {

@@ -113,13 +113,17 @@ def parse_header(lines):
     return fields
 
 
-def last_update(fields):
-    """(date, commit) of the latest bench_suite.py --update re-run in a header, or None."""
-    if not fields.get("updates"):
-        return None
-    when = fields["updates"][-1].rpartition(" at ")[2]
+def parse_update(text):
+    """(command, date, commit) of one bench_suite.py --update line's value:
+    "<command> at <date> on commit <commit>"."""
+    command, _, when = text.rpartition(" at ") if " at " in text else (text, "", "")
     date, _, commit = when.partition(" on commit ")
-    return date, commit
+    return command, date, commit
+
+
+def last_update(fields):
+    """(date, commit) of the latest --update re-run in a header, or None."""
+    return parse_update(fields["updates"][-1])[1:] if fields.get("updates") else None
 
 
 def stamp(name, fields):
@@ -137,6 +141,5 @@ def stamp(name, fields):
         f"- machine: {machine}; load {fields.get('load', missing)}",
         f"- software: torch {fields.get('torch', missing)}; kiln build {fields.get('kiln', missing)}",
     ] + [f"- updated (the models and tasks it names were re-run; the others keep the run above): `{command}`"
-         f"{' at ' + when if when else ''}"
-         for command, _, when in (update.rpartition(" at ") if " at " in update else (update, "", "")
-                                  for update in fields.get("updates", []))]
+         f"{f' at {date} on commit {commit}' if date else ''}"
+         for command, date, commit in map(parse_update, fields.get("updates", []))]

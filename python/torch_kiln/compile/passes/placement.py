@@ -10,8 +10,8 @@ arithmetic bounds the program:
 - Programs of large products and convolutions (CNNs, vision transformers,
   MLP-Mixer) spend their time in library calls. Inline, each call runs
   whole on PyTorch's OpenMP team; queued, it is cut into blocks over Kiln's
-  pool while the host thread competes for the same cores. Inline was
-  5-35 % faster on them.
+  pool while the host thread competes for the same cores. Inline took
+  0.64-1.02 of the queued time on them.
 - Programs of many small steps (mixture-of-experts routing: top-k, sort,
   histogram, gathers and scatters around small expert products; small
   convolutional nets) spend as long dispatching a step on the host as

@@ -7,12 +7,13 @@ same number of bytes:
   memcpy (torch)   dst_cpu.copy_(src_cpu)             preallocated, contiguous
   memcpy (numpy)   np.copyto(dst_np, src_np)          preallocated, contiguous
 
-and four kiln cases:
+and five kiln cases:
 
   H2D pageable     dst_kiln.copy_(src_cpu)            host waits for the stream
   D2H pageable     dst_cpu.copy_(src_kiln)            host waits for the stream
   H2D pinned       dst_kiln.copy_(src_pinned, non_blocking=True); torch.kiln.synchronize()
   D2H pinned       dst_pinned.copy_(src_kiln, non_blocking=True); torch.kiln.synchronize()
+  D2D              dst_kiln.copy_(src_kiln); torch.kiln.synchronize() (queued, as clone() is)
 
 Bandwidth is bytes copied (the tensor's nbytes, counted once) per second, in
 GB/s (1e9 bytes). Each sample times a batch of calls (the batch is sized so a
@@ -22,9 +23,9 @@ worker. The cases are interleaved round by round so background load hits all
 of them alike, and the median sample is reported. Ratios are memcpy time / kiln
 time against each baseline (= kiln bandwidth / memcpy bandwidth); the target is
 >= 0.8x. memcpy (torch) is ATen's CPU copy kernel, which splits copies above
-32768 elements across torch.get_num_threads() threads (see --threads); np.copyto
-is one glibc memcpy on one thread, like kiln's driver copy. Nothing here is
-asserted: it only prints.
+32768 elements across torch.get_num_threads() threads (see --threads), as
+kiln splits its byte copies from 512 KiB on; np.copyto is one glibc memcpy on
+one thread. Nothing here is asserted: it only prints.
 """
 import argparse
 import json
@@ -72,12 +73,14 @@ def make_cases(nbytes):
     dst_np = np.empty_like(src_np)
     dst_kiln = torch.empty(numel, dtype=torch.float32, device="kiln")
     src_kiln = src_cpu.to("kiln")
+    dst_kiln_copy = torch.empty_like(src_kiln)
     src_pinned = src_cpu.pin_memory()
     dst_pinned = torch.empty(numel, dtype=torch.float32).pin_memory()
     # Touch every destination once so no first-touch page faults land in a sample.
     dst_cpu.copy_(src_cpu)
     dst_np[...] = 0
     dst_kiln.copy_(src_cpu)
+    dst_kiln_copy.copy_(src_kiln)
     dst_pinned.copy_(src_cpu)
     sync()
     assert src_pinned.is_pinned() and dst_pinned.is_pinned()
@@ -100,6 +103,9 @@ def make_cases(nbytes):
     def d2h_pinned():
         dst_pinned.copy_(src_kiln, non_blocking=True)
 
+    def d2d():
+        dst_kiln_copy.copy_(src_kiln)
+
     # kind "sync": each call is complete when it returns (sync() after the batch
     # is still called for the kiln ones, and is a no-op wait).
     # kind "async": the batch is queued, then one synchronize.
@@ -110,6 +116,7 @@ def make_cases(nbytes):
         ("D2H pageable", "kiln", d2h_pageable),
         ("H2D pinned nb", "kiln", h2d_pinned),
         ("D2H pinned nb", "kiln", d2h_pinned),
+        ("D2D", "kiln", d2d),
     ]
 
 

@@ -168,6 +168,41 @@ def test_pinned_non_blocking_copies():
     assert torch.kiln.current_stream().query()
 
 
+# Byte copies from 512 KiB (host waiting) or 4 MiB (queued) on are split over
+# the host's threads in 64 KiB blocks (native/copy.cc): sizes around those
+# lines, and ones that leave a partial last block.
+@pytest.mark.parametrize("nbytes", [(512 << 10) - 1, 512 << 10, (1 << 20) + 3, (4 << 20) - 4, (4 << 20) + 12345,
+                                    (9 << 20) + 7])
+def test_large_byte_copies_in_every_direction(nbytes):
+    host = torch.randint(0, 256, (nbytes,), dtype=torch.uint8)
+    device = host.to("kiln")  # host to device, the host waits
+    assert torch.equal(device.cpu(), host)  # device to host
+    copied = device.clone()  # device to device, queued
+    pinned_back = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+    pinned_back.copy_(copied, non_blocking=True)  # queued device to host
+    queued_in = torch.empty(nbytes, dtype=torch.uint8, device="kiln")
+    queued_in.copy_(host.pin_memory(), non_blocking=True)  # queued host to device
+    torch.kiln.synchronize()
+    assert torch.equal(pinned_back, host)
+    assert torch.equal(queued_in.cpu(), host)
+    # One storage copied onto itself: one memmove, not pieces.
+    copied.copy_(copied)
+    assert torch.equal(copied.cpu(), host)
+
+
+def test_large_copies_at_one_and_two_threads():
+    # A copy the host waits for splits over the initial thread's OpenMP team:
+    # the result must not depend on the thread count.
+    host = torch.randn(3 << 20)
+    previous = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            assert torch.equal(host.to("kiln").cpu(), host)
+    finally:
+        torch.set_num_threads(previous)
+
+
 def test_fill_keeps_negative_zero_and_rejects_overflow_at_the_call():
     tensor = torch.ones(4, device="kiln")
     tensor.fill_(-0.0)

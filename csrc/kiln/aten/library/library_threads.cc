@@ -86,6 +86,14 @@ bool on_initial_thread() {
   return initial && !Stream::running_queued_work();
 }
 
+void parallel_over_host_threads(int64_t total, int64_t grain, RangeFunction function, void* context) {
+  if (on_initial_thread()) {
+    ThreadPool::instance().stop_polling();  // the team takes the cores
+    if (parallel_for_on_openmp_team(total, grain, function, context)) return;
+  }
+  ThreadPool::instance().parallel_for(total, grain, function, context);
+}
+
 int launch_thread_count() { return at::get_num_threads(); }
 
 bool splits_over_pool(bool small, int threads) { return !small && threads > 1 && !on_initial_thread(); }

@@ -67,6 +67,16 @@ bool on_initial_thread();
 using RangeFunction = void (*)(void* context, int64_t begin, int64_t end);
 bool parallel_for_on_openmp_team(int64_t total, int64_t grain, RangeFunction function, void* context);
 
+// Calls function(context, begin, end) over pieces covering [0, total), each
+// at least `grain` long, on every host thread. On the process's initial thread
+// (an inference program running inline, a synchronous copy) the pieces go to
+// that thread's OpenMP team, the one PyTorch's CPU kernels and Kiln's library
+// calls use there: Kiln's own pool beside it would make two sets of threads
+// spin for the same cores (a max_pool2d after a convolution took 3x longer).
+// Elsewhere (the stream's worker) Kiln's pool runs them. `function` must not
+// throw.
+void parallel_over_host_threads(int64_t total, int64_t grain, RangeFunction function, void* context);
+
 // The threads a library call launched now may use: torch.get_num_threads()
 // as the launching thread sees it (what the CPU's own kernel would use there).
 // Read at the launch, not where the work runs: the setting is per thread.

@@ -11,7 +11,6 @@
 #include "kiln/compiler/codegen/c_source.h"
 #include "kiln/compiler/kernel_cache.h"
 #include "kiln/ir/printer.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln::torch_integration::compiled {
 namespace {
@@ -42,20 +41,6 @@ void run_blocks(void* context, int64_t begin, int64_t end) {
   call->entry(call->args, begin * call->block, std::min(end * call->block, call->positions));
 }
 
-// Splits [0, total) over threads. On the process's initial thread (an
-// inference program running inline, Stream::InlineRegion) the pieces go to
-// that thread's OpenMP team, the one PyTorch's CPU kernels and Kiln's library
-// calls use there: Kiln's own pool beside it would make two sets of threads
-// spin for the same cores (a max_pool2d after a convolution took 3x longer).
-// Elsewhere (the stream's worker) Kiln's pool runs them.
-void parallel_over(int64_t total, int64_t grain, ThreadPool::RangeFunction function, void* context) {
-  if (library::on_initial_thread()) {
-    ThreadPool::instance().stop_polling();  // the team takes the cores
-    if (library::parallel_for_on_openmp_team(total, grain, function, context)) return;
-  }
-  ThreadPool::instance().parallel_for(total, grain, function, context);
-}
-
 void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
   int64_t cost = std::max<int64_t>(shape.cost_per_position, 1);
   if (shape.positions * cost < 2 * kGrainElements) {
@@ -70,12 +55,12 @@ void run(KernelEntry entry, const LaunchArgs& args, const LaunchShape& shape) {
     }
     BlockCall call{entry, &args, block, shape.positions};
     int64_t grain = std::max<int64_t>(kGrainElements / (cost * block), 1);
-    parallel_over((shape.positions + block - 1) / block, grain, &run_blocks, &call);
+    library::parallel_over_host_threads((shape.positions + block - 1) / block, grain, &run_blocks, &call);
     return;
   }
   RangeCall call{entry, &args};
   int64_t grain = std::max<int64_t>(kGrainElements / cost, 1);
-  parallel_over(shape.positions, grain, &run_range, &call);
+  library::parallel_over_host_threads(shape.positions, grain, &run_range, &call);
 }
 
 }  // namespace

@@ -416,12 +416,15 @@ class Benchmark:
 BENCHMARKS = [
     Benchmark("copies", "bench_copies.py", "Host<->device copies",
               "Bandwidth of `copy_` between host and kiln memory (pageable, and pinned with `non_blocking=True` "
-              "then one `torch.kiln.synchronize()`), in GB/s (1e9 bytes), beside two CPU-to-CPU copies of the same "
+              "then one `torch.kiln.synchronize()`) and within kiln memory (D2D, queued as `clone()` is), in GB/s "
+              "(1e9 bytes), beside two CPU-to-CPU copies of the same "
               "bytes: `np.copyto` (one glibc memcpy on one thread, the plain memcpy of the target) and ATen's CPU "
               "copy (split over `torch.get_num_threads()` threads above 32768 elements). Target: >= 0.8x the "
               "memcpy's bandwidth.", render_copies,
-              "ATen's threaded copy beats a single memcpy on large sizes, so against it Kiln's single-threaded "
-              "driver copy reads lower there; the target is against `np.copyto`. glibc's memcpy slows down when "
+              "Kiln splits a byte copy over the host's threads as ATen's CPU copy does: from 512 KiB when the host "
+              "waits for it (pageable), from 4 MiB when it is queued (pinned non_blocking, D2D), since the host "
+              "thread then dispatches beside it on one of the same cores (`csrc/kiln/aten/native/copy.cc`); the "
+              "target is against `np.copyto`. glibc's memcpy slows down when "
               "the destination trails the source by 64-512 bytes modulo 4 KiB, which a device-to-host copy into a "
               "PyTorch CPU buffer hits; the host driver copies such blocks in 256 KiB pieces "
               "(`csrc/kiln/runtime/host_driver.cc`). Small copies carry the synchronous path's fixed cost "

@@ -411,6 +411,14 @@ def geometric_mean(values):
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
+def modes_in(results):
+    """The modes some model ran in `results`, in MODES then EXTRA_MODES order:
+    an --update run summarizes over these, the adaptive suite's
+    kiln_eager_unfused included."""
+    seen = {mode for entry in results.values() for records in entry["tasks"].values() for mode in records}
+    return [mode for mode in MODES + EXTRA_MODES if mode in seen]
+
+
 def summarize(results, models, tasks, modes):
     """Per suite and task: pass rate per mode, and geometric-mean speedups."""
     import suite_models
@@ -510,8 +518,7 @@ def parent_main(args):
         recorded_args = earlier["args"]
         args.json = args.json or args.update
         tasks = [task for task in TASKS if any(task in entry["tasks"] for entry in results.values())]
-        modes = [mode for mode in MODES if any(mode in records for entry in results.values()
-                                               for records in entry["tasks"].values())]
+        modes = modes_in(results)
     summary = summarize(results, models, tasks, modes)
     for key, entry in summary.items():
         rates = ", ".join(f"{mode} {count}/{entry['models']}" for mode, count in entry["passed"].items())

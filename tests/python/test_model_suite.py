@@ -146,6 +146,17 @@ def test_an_update_keeps_the_tasks_not_run_again():
     assert set(earlier) == {"gpt2", "bert"}
 
 
+def test_an_update_summarizes_every_mode_run_the_extra_ones_included():
+    results = {"gpt2": {"suite": "huggingface", "tasks": {"infer": {
+        "kiln_eager_unfused": {"status": "ran", "step_s": 2.0}, "cpu_eager": {"status": "ran", "step_s": 3.0},
+        "kiln_eager": {"status": "ran", "step_s": 1.0}}}}}
+    modes = bench_suite.modes_in(results)
+    assert modes == ["cpu_eager", "kiln_eager", "kiln_eager_unfused"]
+    entry = bench_suite.summarize(results, list(results), ["infer"], modes)["huggingface infer"]
+    assert entry["kiln_eager_unfused_over_cpu_eager"]["geomean"] == pytest.approx(1.5)
+    assert entry["kiln_eager_over_kiln_eager_unfused"]["geomean"] == pytest.approx(2.0)
+
+
 @pytest.mark.parametrize("text, expected", [("ci", suite_models.CI_MODELS), ("gpt2,resnet18", ["gpt2", "resnet18"])])
 def test_model_selection(text, expected):
     assert suite_models.select(text) == expected

@@ -2,6 +2,7 @@
 indexing, nonzero, masked_select), differentially against the CPU, and how
 out-of-range indices are reported."""
 import os
+import warnings
 
 import pytest
 import torch
@@ -199,6 +200,28 @@ def test_nonzero(dtype):
     check(torch.nonzero, torch.zeros(3, 4, dtype=dtype), message="all zero")
     x = make((2, 3, 4), dtype)
     compiled_only(lambda: check(lambda a: torch.nonzero(a, out=torch.empty(0, dtype=torch.long, device=a.device)), x))
+
+
+def test_nonzero_lays_out_its_result_as_the_cpu_does():
+    # The transpose of a (rank, count) tensor, strides (1, count): each dim's
+    # indices are contiguous. out= of the result's shape keeps its strides.
+    cases = [torch.tensor([[0, 1, 2], [3, 0, 4]]), torch.zeros(3, 4), torch.tensor(5), torch.tensor(0),
+             make((3, 4, 5), torch.float32) > 0, torch.tensor([True, False, True])]
+    for x in cases:
+        expected, actual = torch.nonzero(x), torch.nonzero(x.to("kiln"))
+        assert actual.stride() == expected.stride(), x
+        assert torch.equal(actual.cpu(), expected)
+        assert torch.where(x.to("kiln"))[0].is_contiguous() if x.dim() else True
+    x = make((4, 5), torch.float32) > 0
+    count = int(x.sum())
+    for out in (torch.empty(0, dtype=torch.long), torch.empty(count, 2, dtype=torch.long),
+                torch.empty(2, count, dtype=torch.long).t(), torch.empty(50, 2, dtype=torch.long)):
+        expected, actual = out.clone(), out.to("kiln")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resize_output's warning for the (50, 2) out, on both
+            torch.nonzero(x, out=expected)
+            torch.nonzero(x.to("kiln"), out=actual)
+        assert actual.stride() == expected.stride() and torch.equal(actual.cpu(), expected)
 
 
 def test_masked_select():

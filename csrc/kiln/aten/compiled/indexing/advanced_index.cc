@@ -187,23 +187,29 @@ void check_advanced_index(const char* op_name, const AdvancedIndexPlan& plan) {
   }
 }
 
+// The result is laid out as the CPU's and CUDA's are: the transpose of a
+// (rank, count) tensor, strides (1, count), so each dim's indices (a column,
+// what torch.where(mask) and boolean indexing take) are contiguous.
 // The fill runs over self in row-major order, one thread, keeping the count
 // of nonzeros seen in a device scalar it reads and writes through two
-// operands. A zero element writes its coordinates to a scratch row (`count`)
-// past the result, as a kernel's stores cannot be skipped.
+// operands. Dim d's column starts at d * count; a zero element writes its
+// coordinates to a scratch element past the result, rank * count, as a
+// kernel's stores cannot be skipped (for dim d, (rank - d) * count past the
+// column's start).
 at::Tensor nonzero_compiled(const char* op_name, const at::Tensor& self) {
   const int64_t rank = self.dim();
   TORCH_CHECK(rank <= ir::kMaxRank, op_name, ": the kiln device supports at most ", ir::kMaxRank,
               " dims, got ", rank);
   const int64_t count = count_nonzero(op_name, self);
-  if (count == 0 || rank == 0) return at::empty({count, rank}, self.options().dtype(at::kLong));
-  at::Tensor buffer = at::empty({count + 1, rank}, self.options().dtype(at::kLong));
-  at::Tensor result = buffer.narrow(0, 0, count);
+  const at::TensorOptions options = self.options().dtype(at::kLong);
+  if (count == 0 || rank == 0) return at::empty({0}, options).as_strided({count, rank}, {1, count});
+  at::Tensor buffer = at::empty({rank * count + 1}, options);
+  at::Tensor result = buffer.as_strided({count, rank}, {1, count});
 
-  at::Tensor counter = at::zeros({1}, self.options().dtype(at::kLong));
+  at::Tensor counter = at::zeros({1}, options);
   c10::DimVector zeros(rank, 0);
   std::vector<KernelOperand> outputs{operand_with_strides(counter, zeros)};
-  for (int64_t dim = 0; dim < rank; ++dim) outputs.push_back(operand_with_strides(buffer, zeros, dim));
+  for (int64_t dim = 0; dim < rank; ++dim) outputs.push_back(operand_with_strides(buffer, zeros, dim * count));
   IndexedKernelSpec spec;
   spec.key = "nonzero";
   spec.single_threaded = true;
@@ -215,14 +221,14 @@ at::Tensor nonzero_compiled(const char* op_name, const at::Tensor& self) {
                                          builder.constant(0, builder.dtype_of(value)));
     ir::ValueId seen = context.load(1);
     builder.store(0, builder.binary(OpCode::kAdd, seen, context.int64(nonzero)));
-    ir::ValueId row = builder.select(nonzero, seen, context.scalars[0]);
-    ir::ValueId offset = builder.binary(OpCode::kMultiply, row, context.scalars[1]);
     for (int64_t dim = 0; dim < rank; ++dim) {
-      builder.store_indexed(static_cast<int>(1 + dim),
-                            builder.coordinate(static_cast<int>(rank - 1 - dim)), offset, false);
+      ir::ValueId scratch = builder.binary(OpCode::kMultiply, context.scalars[0],
+                                           context.constant(static_cast<double>(rank - dim), ir::DType::kInt64));
+      builder.store_indexed(static_cast<int>(1 + dim), builder.coordinate(static_cast<int>(rank - 1 - dim)),
+                            builder.select(nonzero, seen, scratch), false);
     }
   };
-  c10::Scalar scalars[] = {count, rank};
+  c10::Scalar scalars[] = {count};
   launch_indexed_kernel(op_name, spec, self.sizes(),
                         {operand_of(self), operand_with_strides(counter, zeros)}, outputs, scalars);
   fit_storage_to_result(result);
@@ -230,7 +236,7 @@ at::Tensor nonzero_compiled(const char* op_name, const at::Tensor& self) {
 }
 
 void fit_storage_to_result(const at::Tensor& result) {
-  TORCH_INTERNAL_ASSERT(result.storage_offset() == 0 && result.is_contiguous());
+  TORCH_INTERNAL_ASSERT(result.storage_offset() == 0 && result.is_non_overlapping_and_dense());
   result.storage().unsafeGetStorageImpl()->set_nbytes(static_cast<size_t>(result.numel()) * result.itemsize());
 }
 

@@ -273,8 +273,15 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
               "expected self and out to be on the same device, but got out on ", out.device(),
               " and self on ", self.device());
   at::Tensor result = nonzero_compiled(op_name, self);
-  at::native::resize_output(out, result.sizes());
-  if (result.numel() > 0) copy_tensor(op_name, out, result);
+  // As the CPU's: an out of the result's shape is written in place, with its
+  // own strides; any other takes the result's storage and layout (after
+  // resize_output's warning when it had elements).
+  if (out.sizes() == result.sizes()) {
+    if (result.numel() > 0) copy_tensor(op_name, out, result);
+    return out;
+  }
+  at::native::resize_output_check(out, result.sizes());
+  out.set_(result);
   return out;
 }
 

@@ -91,12 +91,14 @@ Status copy_elements(const at::Tensor& source, const at::Tensor& destination,
     ByteCopy copy{direction, static_cast<char*>(destination.data_ptr()),
                   static_cast<const char*>(source.data_ptr()), destination.nbytes()};
     const auto blocks = static_cast<int64_t>((copy.bytes + kCopyBlock - 1) / kCopyBlock);
-    const int64_t minimum = library::on_initial_thread() ? kMinimumSplitBlocks : kMinimumQueuedSplitBlocks;
-    // Overlapping memory (views of one storage) is one memmove, in order.
-    if (blocks < minimum || overlaps(copy.to, copy.from, copy.bytes)) {
-      copy_bytes(direction, copy.to, copy.from, copy.bytes);
-    } else {
+    // Small copies (most of a model's) skip the thread checks; overlapping
+    // memory (views of one storage) is one memmove, in order.
+    const bool split = blocks >= kMinimumSplitBlocks && !overlaps(copy.to, copy.from, copy.bytes) &&
+                       (blocks >= kMinimumQueuedSplitBlocks || library::on_initial_thread());
+    if (split) {
       library::parallel_over_host_threads(blocks, kCopyGrain, &copy_blocks, &copy);
+    } else {
+      copy_bytes(direction, copy.to, copy.from, copy.bytes);
     }
     return Status();
   }
